@@ -1,0 +1,112 @@
+// The DistributedJob resource (ringmaster.io/v1alpha1): the model, its
+// defaults and validation, and loading it from the YAML or JSON a user would
+// `kubectl apply`. Field names follow Kubeflow's TFJob where the meaning is
+// the same.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringmaster/comm_options.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster {
+
+inline constexpr char kApiVersion[] = "ringmaster.io/v1alpha1";
+inline constexpr char kKind[] = "DistributedJob";
+inline constexpr int kDefaultPort = 2222;
+
+// Declaration order is the collective group's order (chief first) and the
+// order replicas are started and listed in.
+enum class ReplicaType { kChief, kWorker, kPS, kEvaluator };
+inline constexpr ReplicaType kAllReplicaTypes[] = {ReplicaType::kChief, ReplicaType::kWorker,
+                                                   ReplicaType::kPS, ReplicaType::kEvaluator};
+
+// "Chief", "Worker", "PS", "Evaluator": the spelling of spec.replicaSpecs keys.
+std::string_view ReplicaTypeName(ReplicaType t);
+// "chief", "worker", "ps", "evaluator": TF_CONFIG and pod names.
+std::string_view ReplicaTypeLower(ReplicaType t);
+// Accepts the spec keys ("Master" as an alias of Chief) and the lower-case
+// TF_CONFIG names, case-insensitively.
+std::optional<ReplicaType> ParseReplicaType(std::string_view text);
+
+enum class RestartPolicy { kNever, kOnFailure, kAlways, kExitCode };
+std::string_view RestartPolicyName(RestartPolicy p);
+
+enum class CleanPodPolicy { kAll, kRunning, kNone };
+std::string_view CleanPodPolicyName(CleanPodPolicy p);
+
+enum class SuccessPolicy { kDefault, kAllWorkers };
+
+struct ReplicaSpec {
+  int replicas = 1;
+  RestartPolicy restart_policy = RestartPolicy::kNever;
+  // The PodTemplateSpec as written: the operator copies it into pods and the
+  // local runner reads containers[0].command/args/env from it.
+  nlohmann::json pod_template = nlohmann::json::object();
+};
+
+struct RunPolicy {
+  std::optional<int> backoff_limit;  // nullopt: no limit on restarts
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
+  bool suspend = false;
+};
+
+struct DistributedJob {
+  std::string name;
+  std::string namespace_;  // "" when the file names none
+  nlohmann::json metadata = nlohmann::json::object();
+  std::map<ReplicaType, ReplicaSpec> replica_specs;
+  CommunicationOptions communication;
+  RunPolicy run_policy;
+  SuccessPolicy success_policy = SuccessPolicy::kDefault;
+  int port = kDefaultPort;
+
+  const ReplicaSpec* Find(ReplicaType t) const;
+  int Replicas(ReplicaType t) const;  // 0 when the type is absent
+};
+
+// One problem found in a document: the field path ("spec.replicaSpecs.Worker
+// .replicas") and, for YAML, where it is (1-based; 0 when unknown).
+struct FieldError {
+  std::string path;
+  std::string message;
+  int line = 0;
+  int column = 0;
+  // The problem is the key itself (an unknown field or replica type), so
+  // the location is the key's, not its value's.
+  bool at_key = false;
+};
+
+// Renders "file:line:col: path: message" (location parts omitted when unknown).
+std::string FormatFieldError(const FieldError& e, std::string_view source);
+
+// A loaded document, or every error found in it.
+struct LoadedJob {
+  std::optional<DistributedJob> job;
+  std::vector<FieldError> errors;
+  int document_index = 0;  // 0-based position in a multi-document file
+};
+
+// Parses YAML or JSON (one or several `---` documents) into jobs with defaults
+// applied and validated. Documents of another kind are skipped (a file may
+// hold a Namespace next to the job). Fails only when the text itself does not
+// parse; per-document problems are in LoadedJob::errors.
+StatusOr<std::vector<LoadedJob>> LoadJobs(std::string_view text, std::string_view source_name);
+
+// Decodes, defaults and validates one object (e.g. from the API server).
+// Errors carry paths but no line numbers.
+LoadedJob DecodeJob(const nlohmann::json& object);
+
+// Convenience for callers that want exactly one job: the errors of all
+// documents rendered as one InvalidArgument, each on its own line.
+StatusOr<DistributedJob> LoadSingleJob(std::string_view text, std::string_view source_name);
+
+}  // namespace ringmaster

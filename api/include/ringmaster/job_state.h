@@ -1,0 +1,101 @@
+// The job's state machine, shared by `ringmaster run` and the operator: a pure
+// function from (job, last status, observed replicas, now) to the actions to
+// take and the new status. The callers only observe and execute, so both
+// agree on restarts, backoff, success and deadlines.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringmaster/job.h"
+
+namespace ringmaster {
+
+struct ReplicaKey {
+  ReplicaType type = ReplicaType::kWorker;
+  int index = 0;
+  auto operator<=>(const ReplicaKey&) const = default;
+  // "worker-1": the local runner's prefix and, after "<job>-", the pod name.
+  std::string Name() const;
+};
+
+enum class ReplicaPhase { kPending, kRunning, kSucceeded, kFailed };
+
+// What the caller sees of one replica (a pod, or a local process).
+struct ReplicaObservation {
+  ReplicaKey key;
+  ReplicaPhase phase = ReplicaPhase::kPending;
+  int exit_code = 0;      // of the last exit; 128+N for a signal N
+  int restarts = 0;       // restarts done in place (kubelet's restartCount)
+  bool deleting = false;  // already on its way out: nothing more to do
+};
+
+enum class ConditionType { kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
+std::string_view ConditionTypeName(ConditionType t);
+
+struct Condition {
+  ConditionType type = ConditionType::kCreated;
+  bool status = false;
+  std::string reason;
+  std::string message;
+  int64_t last_transition_time = 0;  // seconds since the epoch
+  bool operator==(const Condition&) const = default;
+};
+
+struct ReplicaCounts {
+  int active = 0, succeeded = 0, failed = 0;
+  bool operator==(const ReplicaCounts&) const = default;
+};
+
+struct JobStatus {
+  std::vector<Condition> conditions;
+  std::map<ReplicaType, ReplicaCounts> replica_statuses;
+  std::optional<int64_t> start_time;
+  std::optional<int64_t> completion_time;
+  int restart_count = 0;  // replicas restarted by us (not in place)
+
+  const Condition* Find(ConditionType t) const;
+  bool Is(ConditionType t) const;  // the condition is present and true
+  bool Finished() const { return Is(ConditionType::kSucceeded) || Is(ConditionType::kFailed); }
+  bool operator==(const JobStatus&) const = default;
+};
+
+enum class ActionKind {
+  kCreate,     // start the replica (it is missing)
+  kDelete,     // stop and remove it (cleanup, suspend, scale down)
+  kRestart,    // it exited and is to run again: remove, then start anew
+  kDeleteJob,  // ttlSecondsAfterFinished has passed
+};
+
+struct Action {
+  ActionKind kind = ActionKind::kCreate;
+  ReplicaKey key;  // unused for kDeleteJob
+  bool operator==(const Action&) const = default;
+};
+
+// A Kubernetes-style event worth telling the user about.
+struct JobEvent {
+  bool warning = false;
+  std::string reason;
+  std::string message;
+};
+
+struct Decision {
+  std::vector<Action> actions;
+  JobStatus status;
+  std::vector<JobEvent> events;
+  // Call again after this many seconds even if nothing changes (a deadline or
+  // a TTL is pending).
+  std::optional<int64_t> requeue_after_seconds;
+};
+
+// One step. `observed` may hold replicas the job no longer wants (scaled
+// down): they are deleted. Replicas missing from `observed` are created.
+Decision Reconcile(const DistributedJob& job, const JobStatus& status,
+                   const std::vector<ReplicaObservation>& observed, int64_t now);
+
+}  // namespace ringmaster

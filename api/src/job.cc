@@ -1,0 +1,404 @@
+// Decoding, defaulting and validation of a DistributedJob from its JSON form.
+// Every problem is collected (not just the first) with the path of the field.
+#include "ringmaster/job.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace ringmaster {
+namespace {
+
+using json = nlohmann::json;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Collects errors while reading typed fields out of JSON objects.
+class Decoder {
+ public:
+  std::vector<FieldError> errors;
+
+  void Error(const std::string& path, std::string message) { errors.push_back({path, std::move(message)}); }
+  void KeyError(const std::string& path, std::string message) {
+    errors.push_back({path, std::move(message), 0, 0, /*at_key=*/true});
+  }
+
+  // Reports fields of `obj` that are not in `known`: a typo must not be
+  // silently ignored (kubectl's strict field validation does the same).
+  void RejectUnknown(const json& obj, const std::string& path,
+                     std::initializer_list<std::string_view> known) {
+    for (const auto& [key, value] : obj.items()) {
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string expected;
+        for (auto k : known) expected += (expected.empty() ? "" : ", ") + std::string(k);
+        KeyError(Join(path, key), "unknown field, expected one of: " + expected);
+      }
+    }
+  }
+
+  const json* Object(const json& parent, const std::string& key, const std::string& path, bool required) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) {
+      if (required) Error(Join(path, key), "required field is missing");
+      return nullptr;
+    }
+    if (!it->is_object()) {
+      Error(Join(path, key), "must be an object, got " + std::string(it->type_name()));
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  std::optional<int64_t> Integer(const json& parent, const std::string& key, const std::string& path,
+                                 int64_t min, int64_t max) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    const std::string p = Join(path, key);
+    int64_t v = 0;
+    if (it->is_number_integer()) {
+      v = it->get<int64_t>();
+    } else if (it->is_number_float() && std::trunc(it->get<double>()) == it->get<double>() &&
+               std::abs(it->get<double>()) < 9e15) {
+      v = static_cast<int64_t>(it->get<double>());  // JSON writers may emit 2.0
+    } else {
+      Error(p, "must be an integer, got " + Describe(*it));
+      return std::nullopt;
+    }
+    if (v < min || v > max) {
+      Error(p, RangeMessage(min, max) + ", got " + std::to_string(v));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<double> Number(const json& parent, const std::string& key, const std::string& path,
+                               double min) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    const std::string p = Join(path, key);
+    if (!it->is_number()) {
+      Error(p, "must be a number, got " + Describe(*it));
+      return std::nullopt;
+    }
+    double v = it->get<double>();
+    if (!(v >= min) || std::isinf(v)) {
+      Error(p, "must be >= " + Num(min) + ", got " + Describe(*it));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::string> String(const json& parent, const std::string& key, const std::string& path) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    if (!it->is_string()) {
+      Error(Join(path, key), "must be a string, got " + Describe(*it));
+      return std::nullopt;
+    }
+    return it->get<std::string>();
+  }
+
+  std::optional<bool> Bool(const json& parent, const std::string& key, const std::string& path) {
+    auto it = parent.find(key);
+    if (it == parent.end() || it->is_null()) return std::nullopt;
+    if (!it->is_boolean()) {
+      Error(Join(path, key), "must be true or false, got " + Describe(*it));
+      return std::nullopt;
+    }
+    return it->get<bool>();
+  }
+
+  // A string field restricted to `allowed` (exact spelling, as the CRD's enum).
+  template <typename E>
+  std::optional<E> Enum(const json& parent, const std::string& key, const std::string& path,
+                        std::initializer_list<std::pair<std::string_view, E>> allowed) {
+    auto s = String(parent, key, path);
+    if (!s) return std::nullopt;
+    std::string names;
+    for (const auto& [name, value] : allowed) {
+      if (*s == name) return value;
+      names += (names.empty() ? "" : ", ") + (name.empty() ? std::string("\"\"") : std::string(name));
+    }
+    Error(Join(path, key), "unknown value '" + *s + "', expected one of: " + names);
+    return std::nullopt;
+  }
+
+  static std::string Join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+ private:
+  static std::string Describe(const json& v) {
+    return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump();
+  }
+  static std::string Num(double d) {
+    return d == std::trunc(d) ? std::to_string(static_cast<int64_t>(d)) : std::to_string(d);
+  }
+  static std::string RangeMessage(int64_t min, int64_t max) {
+    if (max == INT64_MAX) return "must be >= " + std::to_string(min);
+    return "must be between " + std::to_string(min) + " and " + std::to_string(max);
+  }
+};
+
+// A DNS-1035 label: services are named after the job and must be one.
+bool IsDns1035Label(const std::string& s) {
+  if (s.empty() || s.size() > 63 || !std::islower(static_cast<unsigned char>(s.front()))) return false;
+  if (s.back() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+           c == '-';
+  });
+}
+
+void DecodeReplica(Decoder& d, const json& spec, const std::string& path, ReplicaSpec& out) {
+  d.RejectUnknown(spec, path, {"replicas", "restartPolicy", "template"});
+  if (auto n = d.Integer(spec, "replicas", path, 0, 100000)) out.replicas = static_cast<int>(*n);
+  if (auto p = d.Enum<RestartPolicy>(spec, "restartPolicy", path,
+                                     {{"Never", RestartPolicy::kNever},
+                                      {"OnFailure", RestartPolicy::kOnFailure},
+                                      {"Always", RestartPolicy::kAlways},
+                                      {"ExitCode", RestartPolicy::kExitCode}})) {
+    out.restart_policy = *p;
+  }
+  const json* tmpl = d.Object(spec, "template", path, /*required=*/true);
+  if (!tmpl) return;
+  out.pod_template = *tmpl;
+  const std::string tpath = path + ".template";
+  const json* pod = d.Object(*tmpl, "spec", tpath, /*required=*/true);
+  if (!pod) return;
+  const std::string cpath = tpath + ".spec.containers";
+  auto containers = pod->find("containers");
+  if (containers == pod->end() || containers->is_null() || (containers->is_array() && containers->empty())) {
+    d.Error(cpath, "a replica needs at least one container");
+    return;
+  }
+  if (!containers->is_array()) {
+    d.Error(cpath, "must be a list of containers");
+    return;
+  }
+  for (size_t i = 0; i < containers->size(); ++i) {
+    const json& c = (*containers)[i];
+    const std::string p = cpath + "[" + std::to_string(i) + "]";
+    if (!c.is_object()) {
+      d.Error(p, "must be an object");
+      continue;
+    }
+    auto name = d.String(c, "name", p);
+    if (!name && !c.contains("name")) d.Error(p + ".name", "required field is missing");
+    for (const char* list : {"command", "args"}) {
+      auto it = c.find(list);
+      if (it == c.end() || it->is_null()) continue;
+      if (!it->is_array() ||
+          !std::all_of(it->begin(), it->end(), [](const json& a) { return a.is_string(); })) {
+        d.Error(p + "." + list, "must be a list of strings");
+      }
+    }
+  }
+}
+
+void DecodeReplicaSpecs(Decoder& d, const json& spec, DistributedJob& job) {
+  const std::string path = "spec.replicaSpecs";
+  const json* specs = d.Object(spec, "replicaSpecs", "spec", /*required=*/true);
+  if (!specs) return;
+  std::string chief_key;
+  for (const auto& [key, value] : specs->items()) {
+    const std::string p = path + "." + key;
+    // Keys are spelled as in TFJob ("Worker"); "Master" is TFJob's old name for Chief.
+    std::optional<ReplicaType> type;
+    for (ReplicaType t : kAllReplicaTypes) {
+      if (key == ReplicaTypeName(t)) type = t;
+    }
+    if (key == "Master") type = ReplicaType::kChief;
+    if (!type) {
+      d.KeyError(
+          p, "unknown replica type '" + key + "', expected one of: Chief (or Master), Worker, PS, Evaluator");
+      continue;
+    }
+    if (!value.is_object()) {
+      d.Error(p, "must be an object");
+      continue;
+    }
+    if (*type == ReplicaType::kChief) {
+      if (!chief_key.empty()) {
+        d.Error(p, "more than one chief: both " + chief_key + " and " + key + " are given");
+        continue;
+      }
+      chief_key = key;
+    }
+    ReplicaSpec rs;
+    DecodeReplica(d, value, p, rs);
+    if (*type == ReplicaType::kChief && rs.replicas > 1) {
+      d.Error(p + ".replicas", "more than one chief: must be 0 or 1, got " + std::to_string(rs.replicas));
+    }
+    job.replica_specs[*type] = std::move(rs);
+  }
+  if (specs->empty()) d.Error(path, "at least one replica type is required");
+}
+
+void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out) {
+  const std::string path = "spec.communication";
+  const json* c = d.Object(spec, "communication", "spec", /*required=*/false);
+  if (!c) return;
+  d.RejectUnknown(*c, path, {"implementation", "bytesPerPack", "timeoutSeconds"});
+  if (auto s = d.String(*c, "implementation", path)) {
+    auto impl = ParseImplementation(*s, path + ".implementation");
+    if (impl.ok()) {
+      out.implementation = *impl;
+    } else {
+      d.Error(path + ".implementation",
+              "unknown implementation '" + *s + "', expected one of: AUTO, RING, NCCL");
+    }
+  }
+  if (auto b = d.Integer(*c, "bytesPerPack", path, 0, INT64_MAX)) out.bytes_per_pack = *b;
+  if (auto t = d.Number(*c, "timeoutSeconds", path, 0)) {
+    if (*t > 0) out.timeout_seconds = *t;  // 0 means "no timeout", same as absent
+  }
+}
+
+void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
+  const std::string path = "spec.runPolicy";
+  const json* r = d.Object(spec, "runPolicy", "spec", /*required=*/false);
+  if (!r) return;
+  d.RejectUnknown(
+      *r, path,
+      {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy", "suspend"});
+  if (auto v = d.Integer(*r, "backoffLimit", path, 0, INT32_MAX)) out.backoff_limit = static_cast<int>(*v);
+  out.active_deadline_seconds = d.Integer(*r, "activeDeadlineSeconds", path, 1, INT64_MAX);
+  out.ttl_seconds_after_finished = d.Integer(*r, "ttlSecondsAfterFinished", path, 0, INT64_MAX);
+  if (auto p = d.Enum<CleanPodPolicy>(*r, "cleanPodPolicy", path,
+                                      {{"All", CleanPodPolicy::kAll},
+                                       {"Running", CleanPodPolicy::kRunning},
+                                       {"None", CleanPodPolicy::kNone}})) {
+    out.clean_pod_policy = *p;
+  }
+  if (auto s = d.Bool(*r, "suspend", path)) out.suspend = *s;
+}
+
+}  // namespace
+
+std::string_view ReplicaTypeName(ReplicaType t) {
+  switch (t) {
+    case ReplicaType::kChief:
+      return "Chief";
+    case ReplicaType::kWorker:
+      return "Worker";
+    case ReplicaType::kPS:
+      return "PS";
+    case ReplicaType::kEvaluator:
+      return "Evaluator";
+  }
+  return "Worker";
+}
+
+std::string_view ReplicaTypeLower(ReplicaType t) {
+  switch (t) {
+    case ReplicaType::kChief:
+      return "chief";
+    case ReplicaType::kWorker:
+      return "worker";
+    case ReplicaType::kPS:
+      return "ps";
+    case ReplicaType::kEvaluator:
+      return "evaluator";
+  }
+  return "worker";
+}
+
+std::optional<ReplicaType> ParseReplicaType(std::string_view text) {
+  const std::string l = Lower(text);
+  if (l == "master") return ReplicaType::kChief;
+  for (ReplicaType t : kAllReplicaTypes) {
+    if (l == ReplicaTypeLower(t)) return t;
+  }
+  return std::nullopt;
+}
+
+std::string_view RestartPolicyName(RestartPolicy p) {
+  switch (p) {
+    case RestartPolicy::kNever:
+      return "Never";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kAlways:
+      return "Always";
+    case RestartPolicy::kExitCode:
+      return "ExitCode";
+  }
+  return "Never";
+}
+
+std::string_view CleanPodPolicyName(CleanPodPolicy p) {
+  switch (p) {
+    case CleanPodPolicy::kAll:
+      return "All";
+    case CleanPodPolicy::kRunning:
+      return "Running";
+    case CleanPodPolicy::kNone:
+      return "None";
+  }
+  return "Running";
+}
+
+const ReplicaSpec* DistributedJob::Find(ReplicaType t) const {
+  auto it = replica_specs.find(t);
+  return it == replica_specs.end() ? nullptr : &it->second;
+}
+
+int DistributedJob::Replicas(ReplicaType t) const {
+  const ReplicaSpec* s = Find(t);
+  return s ? s->replicas : 0;
+}
+
+LoadedJob DecodeJob(const json& obj) {
+  Decoder d;
+  LoadedJob out;
+  if (!obj.is_object()) {
+    d.Error("", "a " + std::string(kKind) + " must be an object");
+    out.errors = std::move(d.errors);
+    return out;
+  }
+  DistributedJob job;
+  if (auto v = d.String(obj, "apiVersion", ""); !v || *v != kApiVersion) {
+    d.Error("apiVersion", "must be " + std::string(kApiVersion));
+  }
+  if (const json* meta = d.Object(obj, "metadata", "", /*required=*/true)) {
+    job.metadata = *meta;
+    auto name = d.String(*meta, "name", "metadata");
+    if (!name) {
+      if (!meta->contains("name")) d.Error("metadata.name", "required field is missing");
+    } else if (!IsDns1035Label(*name) || name->size() > 40) {
+      // Pod hostnames are <name>-evaluator-<index> and must stay within 63.
+      d.Error("metadata.name", "'" + *name +
+                                   "' must be a lower-case DNS label (a-z, 0-9, '-', starting with a letter) "
+                                   "of at most 40 characters");
+    } else {
+      job.name = *name;
+    }
+    job.namespace_ = d.String(*meta, "namespace", "metadata").value_or("");
+  }
+  if (const json* spec = d.Object(obj, "spec", "", /*required=*/true)) {
+    d.RejectUnknown(*spec, "spec", {"replicaSpecs", "communication", "runPolicy", "successPolicy", "port"});
+    DecodeReplicaSpecs(d, *spec, job);
+    DecodeCommunication(d, *spec, job.communication);
+    DecodeRunPolicy(d, *spec, job.run_policy);
+    if (auto p = d.Enum<SuccessPolicy>(
+            *spec, "successPolicy", "spec",
+            {{"", SuccessPolicy::kDefault}, {"AllWorkers", SuccessPolicy::kAllWorkers}})) {
+      job.success_policy = *p;
+    }
+    if (auto p = d.Integer(*spec, "port", "spec", 1, 65535)) job.port = static_cast<int>(*p);
+    if (spec->contains("replicaSpecs") &&
+        job.Replicas(ReplicaType::kChief) + job.Replicas(ReplicaType::kWorker) == 0 && d.errors.empty()) {
+      d.Error("spec.replicaSpecs",
+              "the collective group is empty: a Chief or at least one Worker is required");
+    }
+  }
+  out.errors = std::move(d.errors);
+  if (out.errors.empty()) out.job = std::move(job);
+  return out;
+}
+
+}  // namespace ringmaster

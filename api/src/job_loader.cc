@@ -1,0 +1,159 @@
+// YAML/JSON text -> DistributedJob. yaml-cpp parses both (JSON is YAML), and
+// while converting to JSON we remember where every field path sits so that
+// errors from the (format-agnostic) decoder can name the line and column.
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <unordered_map>
+
+#include "ringmaster/job.h"
+
+namespace ringmaster {
+namespace {
+
+using json = nlohmann::json;
+
+struct Mark {
+  int line = 0, column = 0;  // 1-based
+};
+using MarkMap = std::unordered_map<std::string, Mark>;
+// Where each field's value starts, and where its key is written.
+struct Marks {
+  MarkMap values, keys;
+};
+
+std::string Join(const std::string& base, const std::string& key) {
+  return base.empty() ? key : base + "." + key;
+}
+
+Mark ToMark(const YAML::Mark& m) {
+  return {m.line + 1, m.column + 1};
+}
+
+// Plain (unquoted) YAML scalars are typed by their text, YAML 1.2 core schema.
+json PlainScalar(const std::string& s) {
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  int64_t i = 0;
+  const char* b = s.data();
+  const char* e = b + s.size();
+  if (*b == '+') ++b;
+  if (auto [p, ec] = std::from_chars(b, e, i); ec == std::errc() && p == e) return i;
+  double d = 0;
+  if (auto [p, ec] = std::from_chars(b, e, d); ec == std::errc() && p == e) return d;
+  return s;
+}
+
+json Convert(const YAML::Node& node, const std::string& path, Marks& marks) {
+  if (!path.empty()) marks.values[path] = ToMark(node.Mark());
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      // Quoted scalars carry the non-specific tag "!": always strings.
+      return node.Tag() == "!" ? json(node.Scalar()) : PlainScalar(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      json arr = json::array();
+      size_t i = 0;
+      for (const auto& item : node) {
+        arr.push_back(Convert(item, path + "[" + std::to_string(i) + "]", marks));
+        ++i;
+      }
+      return arr;
+    }
+    case YAML::NodeType::Map: {
+      json obj = json::object();
+      for (const auto& kv : node) {
+        std::string key = kv.first.as<std::string>();
+        marks.keys[Join(path, key)] = ToMark(kv.first.Mark());
+        obj[key] = Convert(kv.second, Join(path, key), marks);
+      }
+      return obj;
+    }
+  }
+  return nullptr;
+}
+
+// Errors name a path that may not exist in the text (a missing field): point
+// at its nearest written ancestor.
+void Locate(FieldError& e, const Marks& marks) {
+  std::string p = e.path;
+  const MarkMap& first = e.at_key ? marks.keys : marks.values;
+  if (auto it = first.find(p); it != first.end()) {
+    e.line = it->second.line;
+    e.column = it->second.column;
+    return;
+  }
+  while (!p.empty()) {
+    if (auto it = marks.values.find(p); it != marks.values.end()) {
+      e.line = it->second.line;
+      e.column = it->second.column;
+      return;
+    }
+    auto cut = p.find_last_of(".[");
+    if (cut == std::string::npos) break;
+    p.resize(cut);
+  }
+}
+
+}  // namespace
+
+std::string FormatFieldError(const FieldError& e, std::string_view source) {
+  std::string out(source);
+  if (e.line > 0) out += ":" + std::to_string(e.line) + ":" + std::to_string(e.column);
+  if (!out.empty()) out += ": ";
+  if (!e.path.empty()) out += e.path + ": ";
+  return out + e.message;
+}
+
+StatusOr<std::vector<LoadedJob>> LoadJobs(std::string_view text, std::string_view source_name) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    FieldError err{"", e.msg, e.mark.line + 1, e.mark.column + 1};
+    if (e.mark.is_null()) err.line = err.column = 0;
+    return InvalidArgumentError(FormatFieldError(err, source_name) + " (not valid YAML or JSON)");
+  }
+  std::vector<LoadedJob> jobs;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (docs[i].IsNull()) continue;  // an empty document between two `---`
+    Marks marks;
+    json obj;
+    try {
+      obj = Convert(docs[i], "", marks);
+    } catch (const YAML::Exception& e) {
+      return InvalidArgumentError(
+          FormatFieldError({"", e.msg, e.mark.line + 1, e.mark.column + 1}, source_name));
+    }
+    if (obj.is_object() && obj.value("kind", "") != kKind) continue;
+    LoadedJob loaded = DecodeJob(obj);
+    loaded.document_index = static_cast<int>(i);
+    for (auto& err : loaded.errors) Locate(err, marks);
+    jobs.push_back(std::move(loaded));
+  }
+  if (jobs.empty()) {
+    return InvalidArgumentError(std::string(source_name) + ": no " + kKind + " document found");
+  }
+  return jobs;
+}
+
+StatusOr<DistributedJob> LoadSingleJob(std::string_view text, std::string_view source_name) {
+  auto jobs = LoadJobs(text, source_name);
+  if (!jobs.ok()) return jobs.status();
+  std::string problems;
+  for (const auto& j : *jobs) {
+    for (const auto& e : j.errors)
+      problems += (problems.empty() ? "" : "\n") + FormatFieldError(e, source_name);
+  }
+  if (!problems.empty()) return InvalidArgumentError(problems);
+  if (jobs->size() != 1) {
+    return InvalidArgumentError(std::string(source_name) + ": holds " + std::to_string(jobs->size()) + " " +
+                                kKind + " documents, expected one");
+  }
+  return std::move(*jobs->front().job);
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,290 @@
+#include "ringmaster/job_state.h"
+
+#include <algorithm>
+
+namespace ringmaster {
+namespace {
+
+void SetCondition(JobStatus& s, ConditionType type, bool value, const std::string& reason,
+                  const std::string& message, int64_t now) {
+  auto it = std::find_if(s.conditions.begin(), s.conditions.end(),
+                         [&](const Condition& c) { return c.type == type; });
+  if (it == s.conditions.end()) {
+    if (!value) return;  // an absent condition already reads as false
+    s.conditions.push_back({type, value, reason, message, now});
+    return;
+  }
+  if (it->status != value) it->last_transition_time = now;
+  it->status = value;
+  it->reason = reason;
+  it->message = message;
+}
+
+// Conditions that cannot hold together: the newest one switches the others off.
+void SetExclusive(JobStatus& s, ConditionType type, const std::string& reason, const std::string& message,
+                  int64_t now, std::initializer_list<ConditionType> off) {
+  for (ConditionType o : off) {
+    if (s.Is(o)) SetCondition(s, o, false, reason, message, now);
+  }
+  SetCondition(s, type, true, reason, message, now);
+}
+
+std::string Describe(const ReplicaKey& k) {
+  return std::string(ReplicaTypeName(k.type)) + " " + std::to_string(k.index);
+}
+
+bool WantsRestart(RestartPolicy p, const ReplicaObservation& o) {
+  switch (p) {
+    case RestartPolicy::kNever:
+      return false;
+    case RestartPolicy::kOnFailure:
+      return o.phase == ReplicaPhase::kFailed;
+    case RestartPolicy::kAlways:
+      return true;
+    // 1-127: the program said it failed for good; 128+: killed by a signal
+    // (OOM, preemption), worth another try.
+    case RestartPolicy::kExitCode:
+      return o.phase == ReplicaPhase::kFailed && o.exit_code >= 128;
+  }
+  return false;
+}
+
+bool IsActive(const ReplicaObservation& o) {
+  return o.phase == ReplicaPhase::kPending || o.phase == ReplicaPhase::kRunning;
+}
+
+// The job's success per spec.successPolicy.
+bool Succeeded(const DistributedJob& job, const std::map<ReplicaKey, const ReplicaObservation*>& by_key,
+               std::string& message) {
+  auto done = [&](ReplicaType t, int i) {
+    auto it = by_key.find({t, i});
+    return it != by_key.end() && it->second->phase == ReplicaPhase::kSucceeded;
+  };
+  const int workers = job.Replicas(ReplicaType::kWorker);
+  if (job.success_policy == SuccessPolicy::kAllWorkers && workers > 0) {
+    for (int i = 0; i < workers; ++i) {
+      if (!done(ReplicaType::kWorker, i)) return false;
+    }
+    message = "all " + std::to_string(workers) + " workers succeeded";
+    return true;
+  }
+  if (job.Replicas(ReplicaType::kChief) > 0) {
+    message = "the chief succeeded";
+    return done(ReplicaType::kChief, 0);
+  }
+  message = "worker 0 succeeded";
+  return workers > 0 && done(ReplicaType::kWorker, 0);
+}
+
+void Finish(Decision& d, ConditionType type, const std::string& reason, const std::string& message,
+            int64_t now) {
+  SetExclusive(d.status, type, reason, message, now, {ConditionType::kRunning, ConditionType::kRestarting});
+  d.status.completion_time = now;
+  d.events.push_back({type == ConditionType::kFailed, reason, message});
+}
+
+// After the end: stop what cleanPodPolicy says, delete the job once its TTL is up.
+void AfterFinish(const DistributedJob& job, const std::vector<ReplicaObservation>& observed, int64_t now,
+                 Decision& d) {
+  for (const auto& o : observed) {
+    if (o.deleting) continue;
+    bool remove = job.run_policy.clean_pod_policy == CleanPodPolicy::kAll ||
+                  (job.run_policy.clean_pod_policy == CleanPodPolicy::kRunning && IsActive(o));
+    if (remove) d.actions.push_back({ActionKind::kDelete, o.key});
+  }
+  if (auto ttl = job.run_policy.ttl_seconds_after_finished) {
+    int64_t at = d.status.completion_time.value_or(now) + *ttl;
+    if (now >= at) {
+      d.actions.push_back({ActionKind::kDeleteJob, {}});
+    } else {
+      d.requeue_after_seconds = at - now;
+    }
+  }
+}
+
+}  // namespace
+
+std::string ReplicaKey::Name() const {
+  return std::string(ReplicaTypeLower(type)) + "-" + std::to_string(index);
+}
+
+std::string_view ConditionTypeName(ConditionType t) {
+  switch (t) {
+    case ConditionType::kCreated:
+      return "Created";
+    case ConditionType::kRunning:
+      return "Running";
+    case ConditionType::kRestarting:
+      return "Restarting";
+    case ConditionType::kSucceeded:
+      return "Succeeded";
+    case ConditionType::kFailed:
+      return "Failed";
+    case ConditionType::kSuspended:
+      return "Suspended";
+  }
+  return "Created";
+}
+
+const Condition* JobStatus::Find(ConditionType t) const {
+  for (const auto& c : conditions) {
+    if (c.type == t) return &c;
+  }
+  return nullptr;
+}
+
+bool JobStatus::Is(ConditionType t) const {
+  const Condition* c = Find(t);
+  return c && c->status;
+}
+
+Decision Reconcile(const DistributedJob& job, const JobStatus& status,
+                   const std::vector<ReplicaObservation>& observed, int64_t now) {
+  Decision d;
+  d.status = status;
+  JobStatus& s = d.status;
+
+  // Counts reflect what is there now, whatever happens next.
+  s.replica_statuses.clear();
+  for (const auto& [type, spec] : job.replica_specs) s.replica_statuses[type] = {};
+  for (const auto& o : observed) {
+    auto& c = s.replica_statuses[o.key.type];
+    if (IsActive(o)) ++c.active;
+    if (o.phase == ReplicaPhase::kSucceeded) ++c.succeeded;
+    if (o.phase == ReplicaPhase::kFailed) ++c.failed;
+  }
+
+  if (!s.Find(ConditionType::kCreated)) {
+    SetCondition(s, ConditionType::kCreated, true, "JobCreated", "DistributedJob " + job.name + " is created",
+                 now);
+  }
+  if (s.Finished()) {
+    AfterFinish(job, observed, now, d);
+    return d;
+  }
+
+  if (job.run_policy.suspend) {
+    for (const auto& o : observed) {
+      if (!o.deleting) d.actions.push_back({ActionKind::kDelete, o.key});
+    }
+    if (!s.Is(ConditionType::kSuspended)) {
+      SetExclusive(s, ConditionType::kSuspended, "JobSuspended", "the job is suspended", now,
+                   {ConditionType::kRunning, ConditionType::kRestarting});
+      d.events.push_back({false, "JobSuspended", "the job is suspended: its replicas are deleted"});
+    }
+    s.start_time.reset();  // the deadline counts from the resume, as for a batch Job
+    return d;
+  }
+  if (s.Is(ConditionType::kSuspended)) {
+    SetCondition(s, ConditionType::kSuspended, false, "JobResumed", "the job is resumed", now);
+    d.events.push_back({false, "JobResumed", "the job is resumed"});
+  }
+  if (!s.start_time) s.start_time = now;
+
+  if (auto deadline = job.run_policy.active_deadline_seconds) {
+    int64_t at = *s.start_time + *deadline;
+    if (now >= at) {
+      Finish(d, ConditionType::kFailed, "DeadlineExceeded",
+             "the job ran longer than activeDeadlineSeconds (" + std::to_string(*deadline) + "s)", now);
+      AfterFinish(job, observed, now, d);
+      return d;
+    }
+    d.requeue_after_seconds = at - now;
+  }
+
+  std::map<ReplicaKey, const ReplicaObservation*> by_key;
+  int in_place_restarts = 0;
+  for (const auto& o : observed) {
+    by_key[o.key] = &o;
+    in_place_restarts += o.restarts;
+  }
+
+  std::string why;
+  if (Succeeded(job, by_key, why)) {
+    Finish(d, ConditionType::kSucceeded, "JobSucceeded", "DistributedJob " + job.name + " succeeded: " + why,
+           now);
+    AfterFinish(job, observed, now, d);
+    return d;
+  }
+
+  const std::optional<int> limit = job.run_policy.backoff_limit;
+  int restarts = s.restart_count + in_place_restarts;
+  auto backoff_exceeded = [&](int total) { return limit && total > *limit; };
+  if (backoff_exceeded(restarts)) {
+    Finish(d, ConditionType::kFailed, "BackoffLimitExceeded",
+           "the job was restarted " + std::to_string(restarts) + " times, more than backoffLimit " +
+               std::to_string(*limit),
+           now);
+    AfterFinish(job, observed, now, d);
+    return d;
+  }
+
+  std::vector<Action> restarts_wanted;
+  bool all_running = true;
+  for (const auto& [type, spec] : job.replica_specs) {
+    for (int i = 0; i < spec.replicas; ++i) {
+      const ReplicaKey key{type, i};
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        d.actions.push_back({ActionKind::kCreate, key});
+        all_running = false;
+        continue;
+      }
+      const ReplicaObservation& o = *it->second;
+      if (o.deleting) {
+        all_running = false;
+        continue;
+      }
+      if (o.phase == ReplicaPhase::kPending) all_running = false;
+      if (o.phase == ReplicaPhase::kRunning || o.phase == ReplicaPhase::kPending) continue;
+      if (o.phase == ReplicaPhase::kSucceeded && spec.restart_policy != RestartPolicy::kAlways) continue;
+      // An exit: restart it, or the job has failed.
+      if (WantsRestart(spec.restart_policy, o)) {
+        restarts_wanted.push_back({ActionKind::kRestart, key});
+        continue;
+      }
+      Finish(d, ConditionType::kFailed, "ReplicaFailed",
+             Describe(key) + " exited with code " + std::to_string(o.exit_code) + " (restartPolicy " +
+                 std::string(RestartPolicyName(spec.restart_policy)) + ")",
+             now);
+      d.actions.clear();
+      AfterFinish(job, observed, now, d);
+      return d;
+    }
+  }
+
+  if (!restarts_wanted.empty()) {
+    restarts += static_cast<int>(restarts_wanted.size());
+    if (backoff_exceeded(restarts)) {
+      Finish(d, ConditionType::kFailed, "BackoffLimitExceeded",
+             "restarting would be restart " + std::to_string(restarts) + ", more than backoffLimit " +
+                 std::to_string(*limit),
+             now);
+      d.actions.clear();
+      AfterFinish(job, observed, now, d);
+      return d;
+    }
+    s.restart_count += static_cast<int>(restarts_wanted.size());
+    std::string names;
+    for (const auto& a : restarts_wanted) names += (names.empty() ? "" : ", ") + Describe(a.key);
+    SetExclusive(s, ConditionType::kRestarting, "JobRestarting", "restarting " + names, now,
+                 {ConditionType::kRunning});
+    d.events.push_back({true, "JobRestarting", "restarting " + names});
+    d.actions.insert(d.actions.end(), restarts_wanted.begin(), restarts_wanted.end());
+    all_running = false;
+  }
+
+  // Replicas the job no longer wants (scaled down, or a type removed).
+  for (const auto& o : observed) {
+    if (!o.deleting && o.key.index >= job.Replicas(o.key.type))
+      d.actions.push_back({ActionKind::kDelete, o.key});
+  }
+
+  if (all_running && restarts_wanted.empty() && !s.Is(ConditionType::kRunning)) {
+    SetExclusive(s, ConditionType::kRunning, "JobRunning", "DistributedJob " + job.name + " is running", now,
+                 {ConditionType::kRestarting});
+  }
+  return d;
+}
+
+}  // namespace ringmaster

@@ -1,0 +1,423 @@
+#include "local_runner.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <map>
+
+#include "ringmaster/job_state.h"
+#include "ringmaster/tf_config_gen.h"
+
+extern char** environ;
+
+namespace ringmaster::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Written by the signal handler, read by the poll loop.
+int g_signal_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_interrupted = 0;
+
+void OnSignal(int sig) {
+  if (sig == SIGINT || sig == SIGTERM) g_interrupted = 1;
+  int saved = errno;
+  char c = static_cast<char>(sig);
+  [[maybe_unused]] auto n = write(g_signal_pipe[1], &c, 1);
+  errno = saved;
+}
+
+constexpr size_t kMaxLine = 64 * 1024;  // longer lines are cut: output stays bounded
+
+struct Replica {
+  ReplicaKey key;
+  pid_t pid = -1;
+  int out_fd = -1;  // stdout+stderr of the process, read end
+  std::string partial;
+  ReplicaObservation obs;
+  int starts = 0;
+  std::optional<Clock::time_point> kill_deadline;  // SIGKILL after this
+  std::optional<Clock::time_point> start_at;       // a restart waiting out its backoff
+};
+
+// Like kubelet's crash-loop backoff, shorter: 0.25 s doubling up to 5 s.
+Clock::duration RestartDelay(int restart) {
+  double s = 0.25;
+  for (int i = 1; i < restart && s < 5; ++i) s *= 2;
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(s, 5.0)));
+}
+
+// Ports picked by binding to port 0: all held open together so no two
+// replicas get the same one, then released just before the processes start.
+std::vector<int> FreePorts(int count) {
+  std::vector<int> socks, ports;
+  for (int i = 0; i < count; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error(std::string("cannot reserve a local port: ") + std::strerror(errno));
+    }
+    socks.push_back(fd);
+    ports.push_back(ntohs(addr.sin_port));
+  }
+  for (int fd : socks) close(fd);
+  return ports;
+}
+
+class Runner {
+ public:
+  Runner(const DistributedJob& job, const LocalRunOptions& opts, std::ostream& out)
+      : job_(job), opts_(opts), out_(out) {}
+
+  int Run() {
+    AssignAddresses();
+    const auto started = Clock::now();
+    bool finished = false;
+    while (!finished && !g_interrupted) {
+      Decision d = Reconcile(job_, status_, Observations(), std::time(nullptr));
+      for (const auto& e : d.events) Say((e.warning ? "warning: " : "") + e.reason + ": " + e.message);
+      status_ = d.status;
+      for (const auto& a : d.actions) Apply(a);
+      finished = status_.Finished();
+      if (!finished) Wait(opts_.tick_seconds);
+    }
+    // Whatever the outcome, no replica outlives the run.
+    StopAll();
+    Summary(std::chrono::duration<double>(Clock::now() - started).count());
+    if (g_interrupted && !finished) return 130;
+    return status_.Is(ConditionType::kSucceeded) ? 0 : 1;
+  }
+
+ private:
+  void Say(const std::string& line) { out_ << "[ringmaster] " << line << std::endl; }
+
+  void AssignAddresses() {
+    int members = 0;
+    for (const auto& [type, spec] : job_.replica_specs) {
+      if (type != ReplicaType::kEvaluator) members += spec.replicas;
+    }
+    auto ports = FreePorts(members);
+    size_t next = 0;
+    for (const auto& [type, spec] : job_.replica_specs) {
+      for (int i = 0; type != ReplicaType::kEvaluator && i < spec.replicas; ++i) {
+        addresses_[{type, i}] = "127.0.0.1:" + std::to_string(ports[next++]);
+      }
+    }
+  }
+
+  std::vector<ReplicaObservation> Observations() const {
+    std::vector<ReplicaObservation> out;
+    for (const auto& [key, r] : replicas_) out.push_back(r.obs);
+    return out;
+  }
+
+  void Apply(const Action& a) {
+    switch (a.kind) {
+      case ActionKind::kCreate:
+        Start(a.key);
+        break;
+      case ActionKind::kRestart: {
+        auto& r = replicas_[a.key];
+        if (r.pid > 0) Kill(r, SIGKILL);
+        r.start_at = Clock::now() + RestartDelay(r.starts);
+        r.obs.phase = ReplicaPhase::kPending;
+        Say(a.key.Name() + ": restarting (start " + std::to_string(r.starts + 1) + ")");
+        break;
+      }
+      case ActionKind::kDelete:
+        if (auto it = replicas_.find(a.key); it != replicas_.end() && it->second.pid > 0)
+          Terminate(it->second);
+        break;
+      case ActionKind::kDeleteJob:
+        break;  // nothing persists locally
+    }
+  }
+
+  std::vector<std::string> Environment(const ReplicaKey& key, const nlohmann::json& container, int restart) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    std::string path = env.count("PATH") ? env["PATH"] : "/usr/bin:/bin";
+    if (!opts_.bin_dir.empty()) env["PATH"] = opts_.bin_dir + ":" + path;
+    for (const auto& [k, v] : job_.communication.ToEnv()) env[k] = v;
+    if (auto it = container.find("env"); it != container.end() && it->is_array()) {
+      for (const auto& var : *it) {
+        if (!var.is_object() || !var.contains("name")) continue;
+        if (var.contains("value") && var["value"].is_string()) {
+          env[var["name"].get<std::string>()] = var["value"].get<std::string>();
+        } else if (var.contains("valueFrom")) {
+          Say("warning: " + key.Name() + ": env " + var["name"].get<std::string>() +
+              " uses valueFrom, which has no local meaning: not set");
+        }
+      }
+    }
+    TfConfigOptions tf;
+    auto tf_config = GenerateTfConfig(job_, key.type, key.index, tf, [this](ReplicaType t, int i) {
+      return addresses_.at({t, i});
+    });
+    env["TF_CONFIG"] = tf_config.ok() ? *tf_config : "";
+    env["RINGMASTER_RESTART_COUNT"] = std::to_string(restart);
+    std::vector<std::string> out;
+    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+    return out;
+  }
+
+  void Start(const ReplicaKey& key) {
+    auto& r = replicas_[key];
+    if (r.out_fd >= 0) close(r.out_fd);
+    r.key = key;
+    r.partial.clear();
+    r.kill_deadline.reset();
+    r.start_at.reset();
+    r.obs = {key, ReplicaPhase::kRunning, 0, 0, false};
+    const nlohmann::json& container = job_.Find(key.type)->pod_template["spec"]["containers"][0];
+    std::vector<std::string> argv;
+    for (const char* list : {"command", "args"}) {
+      if (auto it = container.find(list); it != container.end() && it->is_array()) {
+        for (const auto& a : *it) argv.push_back(a.get<std::string>());
+      }
+    }
+    const int restart = r.starts++;
+    if (argv.empty()) {
+      // Locally there is no image, so no entrypoint to fall back on.
+      Say(key.Name() + ": containers[0] has no command or args to run locally");
+      r.obs.phase = ReplicaPhase::kFailed;
+      r.obs.exit_code = 127;
+      return;
+    }
+    auto env = Environment(key, container, restart);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    for (auto& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      // Own process group: stopping a replica stops everything it started.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(137);  // the runner died before prctl took hold
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      signal(SIGCHLD, SIG_DFL);
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      // execvpe would search the runner's PATH, not the replica's.
+      environ = cenv.data();
+      execvp(cargv[0], cargv.data());
+      dprintf(STDERR_FILENO, "cannot run '%s': %s\n", cargv[0], std::strerror(errno));
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    close(fds[1]);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    r.pid = pid;
+    r.out_fd = fds[0];
+    Say(key.Name() + ": started pid " + std::to_string(pid) +
+        (addresses_.count(key) ? " at " + addresses_[key] : std::string()));
+  }
+
+  void Kill(Replica& r, int sig) {
+    if (r.pid > 0) kill(-r.pid, sig);
+  }
+
+  void Terminate(Replica& r) {
+    if (r.obs.deleting) return;
+    Kill(r, SIGTERM);
+    r.obs.deleting = true;
+    r.kill_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                         std::chrono::duration<double>(opts_.kill_grace_seconds));
+  }
+
+  void Drain(Replica& r) {
+    char buf[16384];
+    while (r.out_fd >= 0) {
+      ssize_t n = read(r.out_fd, buf, sizeof buf);
+      if (n > 0) {
+        r.partial.append(buf, static_cast<size_t>(n));
+        size_t start = 0, nl;
+        while ((nl = r.partial.find('\n', start)) != std::string::npos) {
+          out_ << "[" << r.key.Name() << "] " << std::string_view(r.partial).substr(start, nl - start)
+               << "\n";
+          start = nl + 1;
+        }
+        r.partial.erase(0, start);
+        if (r.partial.size() > kMaxLine) {
+          out_ << "[" << r.key.Name() << "] " << r.partial << "\n";
+          r.partial.clear();
+        }
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+      // EOF: the process and everything it started closed the pipe.
+      close(r.out_fd);
+      r.out_fd = -1;
+    }
+    out_.flush();
+  }
+
+  void FlushPartial(Replica& r) {
+    if (!r.partial.empty()) out_ << "[" << r.key.Name() << "] " << r.partial << std::endl;
+    r.partial.clear();
+  }
+
+  // Reaps exited processes and turns them into observations.
+  void Reap() {
+    for (auto& [key, r] : replicas_) {
+      if (r.pid <= 0) continue;
+      int st = 0;
+      pid_t got = waitpid(r.pid, &st, WNOHANG);
+      if (got != r.pid) continue;
+      Drain(r);
+      FlushPartial(r);
+      Kill(r, SIGKILL);  // anything it left behind in its group
+      r.pid = -1;
+      const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      const bool was_deleting = r.obs.deleting;
+      r.obs.exit_code = code;
+      r.obs.phase = code == 0 ? ReplicaPhase::kSucceeded : ReplicaPhase::kFailed;
+      r.obs.deleting = false;
+      Say(key.Name() + (was_deleting ? ": stopped" : ": exited") + " with code " + std::to_string(code) +
+          (WIFSIGNALED(st) ? std::string(" (signal ") + strsignal(WTERMSIG(st)) + ")" : ""));
+    }
+  }
+
+  void Wait(double seconds) {
+    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+    std::vector<Replica*> owners{nullptr};
+    for (auto& [key, r] : replicas_) {
+      if (r.out_fd >= 0) {
+        fds.push_back({r.out_fd, POLLIN, 0});
+        owners.push_back(&r);
+      }
+    }
+    int n = poll(fds.data(), fds.size(), static_cast<int>(seconds * 1000));
+    if (n > 0) {
+      if (fds[0].revents) {
+        char sink[64];
+        while (read(g_signal_pipe[0], sink, sizeof sink) > 0) {
+        }
+      }
+      for (size_t i = 1; i < fds.size(); ++i) {
+        if (fds[i].revents) Drain(*owners[i]);
+      }
+    }
+    Reap();
+    const auto now = Clock::now();
+    for (auto& [key, r] : replicas_) {
+      if (r.pid > 0 && r.kill_deadline && now >= *r.kill_deadline) Kill(r, SIGKILL);
+      if (r.pid <= 0 && r.start_at && now >= *r.start_at) Start(key);
+    }
+  }
+
+  void StopAll() {
+    for (auto& [key, r] : replicas_) {
+      if (r.pid > 0) Terminate(r);
+    }
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(opts_.kill_grace_seconds + 2));
+    auto alive = [&] {
+      for (auto& [key, r] : replicas_) {
+        if (r.pid > 0) return true;
+      }
+      return false;
+    };
+    while (alive() && Clock::now() < deadline) Wait(0.05);
+    for (auto& [key, r] : replicas_) {
+      if (r.pid > 0) {
+        Kill(r, SIGKILL);
+        waitpid(r.pid, nullptr, 0);
+        r.pid = -1;
+      }
+      if (r.out_fd >= 0) {
+        Drain(r);
+        FlushPartial(r);
+        if (r.out_fd >= 0) close(r.out_fd);
+        r.out_fd = -1;
+      }
+    }
+  }
+
+  void Summary(double seconds) {
+    const Condition* end = status_.Find(ConditionType::kSucceeded);
+    if (!end || !end->status) end = status_.Find(ConditionType::kFailed);
+    std::string verdict = g_interrupted && !status_.Finished()    ? "Interrupted"
+                          : status_.Is(ConditionType::kSucceeded) ? "Succeeded"
+                                                                  : "Failed";
+    out_ << "[ringmaster] job " << job_.name << ": " << verdict;
+    if (end && end->status) out_ << " (" << end->reason << ": " << end->message << ")";
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.1f", seconds);
+    out_ << " after " << secs << "s, " << status_.restart_count << " restarts\n";
+    for (const auto& [key, r] : replicas_) {
+      out_ << "[ringmaster]   " << key.Name() << ": started " << r.starts << "x, last exit code "
+           << r.obs.exit_code << "\n";
+    }
+    out_.flush();
+  }
+
+  const DistributedJob& job_;
+  const LocalRunOptions& opts_;
+  std::ostream& out_;
+  JobStatus status_;
+  std::map<ReplicaKey, std::string> addresses_;
+  std::map<ReplicaKey, Replica> replicas_;
+};
+
+}  // namespace
+
+int RunLocally(const DistributedJob& job, const LocalRunOptions& options, std::ostream& out) {
+  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    out << "[ringmaster] cannot create a pipe: " << std::strerror(errno) << std::endl;
+    return 1;
+  }
+  g_interrupted = 0;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  int rc = 1;
+  try {
+    rc = Runner(job, options, out).Run();
+  } catch (const std::exception& e) {
+    out << "[ringmaster] error: " << e.what() << std::endl;
+  }
+  signal(SIGCHLD, SIG_DFL);
+  close(g_signal_pipe[0]);
+  close(g_signal_pipe[1]);
+  return rc;
+}
+
+}  // namespace ringmaster::cli

@@ -1,0 +1,248 @@
+// The `ringmaster` command: validate, tfconfig, run (the embedded default:
+// a job file as local processes), bench.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "local_runner.h"
+#include "ringmaster/job.h"
+#include "ringmaster/tf_config_gen.h"
+
+#ifndef RINGMASTER_VERSION
+#define RINGMASTER_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using namespace ringmaster;
+
+constexpr int kExitUsage = 2;
+
+constexpr char kUsage[] = R"(usage: ringmaster <command> [options]
+
+Runs TensorFlow-style distributed jobs: the DistributedJob file you would
+`kubectl apply` runs here as local processes, or on Kubernetes via the operator.
+
+commands:
+  validate FILE                  check a job file; errors name the field and line
+  tfconfig FILE --replica T:I    print the TF_CONFIG the operator injects
+  run FILE                       run the job's replicas as local processes
+  bench                          all-reduce bandwidth for N local ranks
+
+  ringmaster <command> --help    options of one command
+  ringmaster --version
+)";
+
+constexpr char kValidateUsage[] = R"(usage: ringmaster validate FILE
+
+Loads every DistributedJob document in FILE (YAML or JSON, `---` separated),
+applies defaults and validates it. Exit 0 when all are valid; otherwise each
+problem is printed as FILE:LINE:COLUMN: FIELD: MESSAGE and the exit code is 1.
+)";
+
+constexpr char kTfConfigUsage[] = R"(usage: ringmaster tfconfig FILE --replica TYPE:INDEX [options]
+
+Prints the TF_CONFIG JSON that the operator injects into that replica's pod.
+
+  --replica TYPE:INDEX     e.g. worker:1, Chief:0, ps:0 (Master = Chief)
+  --namespace NS           default: the file's metadata.namespace, else "default"
+  --cluster-domain DOMAIN  appended to the service names (e.g. cluster.local)
+  --sparse                 Kubeflow's sparse form for dynamic workers
+  --job NAME               which job, when FILE holds several
+)";
+
+constexpr char kRunUsage[] = R"(usage: ringmaster run FILE [--job NAME]
+
+Runs every replica's first container (command + args; the image is ignored)
+as a local process with its env, RINGMASTER_* and a TF_CONFIG on 127.0.0.1.
+The job's restartPolicy, backoffLimit, successPolicy and activeDeadlineSeconds
+apply as on Kubernetes. Output lines are prefixed with the replica
+([worker-1]). Ctrl-C stops every replica. Exit 0 only if the job succeeded.
+)";
+
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int UsageError(const std::string& message, const char* usage) {
+  std::cerr << "ringmaster: " << message << "\n\n" << usage;
+  return kExitUsage;
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Loads FILE and picks one job (by --job NAME when there are several).
+// Prints the problems and returns nullopt on failure.
+std::optional<DistributedJob> LoadOne(const std::string& path, const std::string& job_name) {
+  auto text = ReadFile(path);
+  if (!text) {
+    std::cerr << "ringmaster: cannot read " << path << "\n";
+    return std::nullopt;
+  }
+  auto jobs = LoadJobs(*text, path);
+  if (!jobs.ok()) {
+    std::cerr << jobs.status().message() << "\n";
+    return std::nullopt;
+  }
+  std::vector<DistributedJob> valid;
+  bool errors = false;
+  for (auto& j : *jobs) {
+    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, path) << "\n";
+    errors |= !j.errors.empty();
+    if (j.job && (job_name.empty() || j.job->name == job_name)) valid.push_back(std::move(*j.job));
+  }
+  if (errors) return std::nullopt;
+  if (valid.size() != 1) {
+    std::cerr << "ringmaster: " << path << ": "
+              << (valid.empty()
+                      ? "no DistributedJob named '" + job_name + "'"
+                      : "holds " + std::to_string(valid.size()) + " jobs: choose one with --job NAME")
+              << "\n";
+    return std::nullopt;
+  }
+  return std::move(valid.front());
+}
+
+int Validate(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) return std::cout << kValidateUsage, 0;
+  if (args.size() != 1) return UsageError("validate takes exactly one FILE", kValidateUsage);
+  const std::string& path = args[0];
+  auto text = ReadFile(path);
+  if (!text) {
+    std::cerr << "ringmaster: cannot read " << path << "\n";
+    return 1;
+  }
+  auto jobs = LoadJobs(*text, path);
+  if (!jobs.ok()) {
+    std::cerr << jobs.status().message() << "\n";
+    return 1;
+  }
+  int problems = 0;
+  for (const auto& j : *jobs) {
+    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, path) << "\n";
+    problems += static_cast<int>(j.errors.size());
+    if (!j.job) continue;
+    std::cout << path << ": DistributedJob " << j.job->name << " is valid (";
+    bool first = true;
+    for (const auto& [type, spec] : j.job->replica_specs) {
+      std::cout << (first ? "" : ", ") << ReplicaTypeName(type) << " x" << spec.replicas;
+      first = false;
+    }
+    std::cout << ")\n";
+  }
+  if (problems) std::cerr << path << ": " << problems << (problems == 1 ? " problem" : " problems") << "\n";
+  return problems ? 1 : 0;
+}
+
+int TfConfig(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) return std::cout << kTfConfigUsage, 0;
+  std::string file, replica, job_name;
+  std::optional<std::string> ns;
+  TfConfigOptions opts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool takes_value =
+        a == "--replica" || a == "--namespace" || a == "--cluster-domain" || a == "--job";
+    if (takes_value && i + 1 >= args.size()) return UsageError(a + " needs a value", kTfConfigUsage);
+    if (a == "--replica") {
+      replica = args[++i];
+    } else if (a == "--namespace") {
+      ns = args[++i];
+    } else if (a == "--cluster-domain") {
+      opts.cluster_domain = args[++i];
+    } else if (a == "--job") {
+      job_name = args[++i];
+    } else if (a == "--sparse") {
+      opts.sparse = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return UsageError("unknown option " + a, kTfConfigUsage);
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      return UsageError("unexpected argument " + a, kTfConfigUsage);
+    }
+  }
+  if (file.empty()) return UsageError("tfconfig needs a FILE", kTfConfigUsage);
+  if (replica.empty()) return UsageError("tfconfig needs --replica TYPE:INDEX", kTfConfigUsage);
+  auto colon = replica.find(':');
+  auto type = ParseReplicaType(replica.substr(0, colon));
+  char* end = nullptr;
+  long index = colon == std::string::npos ? -1 : std::strtol(replica.c_str() + colon + 1, &end, 10);
+  if (!type || colon == std::string::npos || *end != '\0' || index < 0 || index > INT_MAX) {
+    return UsageError("--replica: '" + replica + "' is not TYPE:INDEX (e.g. worker:1)", kTfConfigUsage);
+  }
+  auto job = LoadOne(file, job_name);
+  if (!job) return 1;
+  opts.namespace_ = ns.value_or(job->namespace_.empty() ? "default" : job->namespace_);
+  auto out = GenerateTfConfig(*job, *type, static_cast<int>(index), opts);
+  if (!out.ok()) {
+    std::cerr << "ringmaster: " << out.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *out << "\n";
+  return 0;
+}
+
+std::string BinDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string exe(buf, static_cast<size_t>(n));
+  return exe.substr(0, exe.find_last_of('/'));
+}
+
+int Run(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) return std::cout << kRunUsage, 0;
+  std::string file, job_name;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--job") {
+      if (i + 1 >= args.size()) return UsageError("--job needs a value", kRunUsage);
+      job_name = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return UsageError("unknown option " + args[i], kRunUsage);
+    } else if (file.empty()) {
+      file = args[i];
+    } else {
+      return UsageError("unexpected argument " + args[i], kRunUsage);
+    }
+  }
+  if (file.empty()) return UsageError("run needs a FILE", kRunUsage);
+  auto job = LoadOne(file, job_name);
+  if (!job) return 1;
+  cli::LocalRunOptions opts;
+  opts.bin_dir = BinDir();
+  return cli::RunLocally(*job, opts, std::cout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return UsageError("no command given", kUsage);
+  const std::string cmd = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") return std::cout << kUsage, 0;
+  if (cmd == "--version" || cmd == "version")
+    return std::cout << "ringmaster " << RINGMASTER_VERSION << "\n", 0;
+  if (cmd == "validate") return Validate(rest);
+  if (cmd == "tfconfig") return TfConfig(rest);
+  if (cmd == "run") return Run(rest);
+  if (cmd == "bench") return cli::BenchMain(argc - 1, argv + 1);
+  return UsageError("unknown command '" + cmd + "'", kUsage);
+}

@@ -1,0 +1,188 @@
+// The ringmaster command, run as a user would run it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result Ringmaster(const std::string& args) {
+  std::string cmd = std::string(RINGMASTER_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string Src(const std::string& rel) {
+  return std::string(RINGMASTER_SOURCE_DIR) + "/" + rel;
+}
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+int CountLines(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST(Cli, HelpAndVersion) {
+  auto r = Ringmaster("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("validate FILE"), std::string::npos);
+  for (const char* cmd : {"validate", "tfconfig", "run"}) {
+    auto h = Ringmaster(std::string(cmd) + " --help");
+    EXPECT_EQ(h.exit_code, 0) << cmd;
+    EXPECT_NE(h.output.find(std::string("usage: ringmaster ") + cmd), std::string::npos) << h.output;
+  }
+  EXPECT_TRUE(std::regex_search(Ringmaster("--version").output, std::regex(R"(^ringmaster \d+\.\d+\.\d+)")));
+  EXPECT_EQ(Ringmaster("frobnicate").exit_code, 2);
+}
+
+TEST(Cli, ValidateAcceptsTheExamples) {
+  auto r = Ringmaster("validate " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("DistributedJob quickstart is valid (Chief x1, Worker x2)"), std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, ValidateNamesFieldAndLine) {
+  std::string path = TempFile("invalid.yaml", R"(apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: bad}
+spec:
+  port: 99999
+  communication:
+    implementation: carrier-pigeon
+  replicaSpecs:
+    Worker:
+      replicas: -2
+      template: {spec: {containers: [{name: c}]}}
+)");
+  auto r = Ringmaster("validate " + path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(path + ":5:9: spec.port: must be between 1 and 65535, got 99999"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(path + ":7:21: spec.communication.implementation"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(path + ":10:17: spec.replicaSpecs.Worker.replicas"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 problems"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TfConfigPrintsKubeflowShape) {
+  auto r = Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica worker:1 --namespace team");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(
+      r.output,
+      R"({"cluster":{"chief":["quickstart-chief-0.quickstart.team.svc:2222"],"worker":[)"
+      R"("quickstart-worker-0.quickstart.team.svc:2222","quickstart-worker-1.quickstart.team.svc:2222"]},)"
+      R"("task":{"type":"worker","index":1},"environment":"cloud"})"
+      "\n");
+  auto m = Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica Master:0");
+  EXPECT_NE(m.output.find(R"("task":{"type":"chief","index":0})"), std::string::npos) << m.output;
+  EXPECT_NE(m.output.find(".default.svc:2222"), std::string::npos) << m.output;
+  EXPECT_EQ(Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica worker:5").exit_code, 1);
+  EXPECT_EQ(Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica launcher:0").exit_code, 2);
+}
+
+TEST(Cli, RunFailsWhenAWorkerFailsWithRestartPolicyNever) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/worker-fails-never.yaml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("[worker-1] failing"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Failed (ReplicaFailed: Worker 1 exited with code 1 (restartPolicy Never))"),
+            std::string::npos)
+      << r.output;
+  // Nothing was restarted and the long-running replicas were stopped.
+  EXPECT_EQ(CountLines(r.output, "restarting"), 0) << r.output;
+  EXPECT_NE(r.output.find("[ringmaster] chief-0: stopped"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[ringmaster] worker-0: stopped"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunRestartsUpToBackoffLimitThenFails) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/worker-fails-onfailure.yaml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // Started three times (the first start and two restarts), each told its count.
+  EXPECT_NE(r.output.find("[worker-0] start 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[worker-0] start 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[worker-0] start 2"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[worker-0] start 3"), std::string::npos) << r.output;
+  EXPECT_EQ(CountLines(r.output, "worker-0: restarting"), 2) << r.output;
+  EXPECT_NE(r.output.find("Failed (BackoffLimitExceeded"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 restarts"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunRestartsRetryableExitCodesAndSucceeds) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/succeeds-after-restart.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // The container's env and the job's communication options reach the process.
+  EXPECT_NE(r.output.find("[worker-0] hello RING 1024 7"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worker-0: exited with code 137"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("Succeeded (JobSucceeded"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunQuickstart) {
+  auto r = Ringmaster("run " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[chief-0]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("job quickstart: Succeeded"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunRefusesInvalidFiles) {
+  std::string path = TempFile("nocmd.yaml",
+                              "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\n"
+                              "metadata: {name: x}\nspec: {replicaSpecs: {Worker: {}}}\n");
+  auto r = Ringmaster("run " + path);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("spec.replicaSpecs.Worker.template: required field is missing"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(Ringmaster("run /nonexistent.yaml").exit_code, 1);
+}
+
+TEST(Cli, RunStopsEveryReplicaOnInterrupt) {
+  std::string path = TempFile("sleepy.yaml", R"(apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: sleepy}
+spec:
+  replicaSpecs:
+    Worker:
+      replicas: 2
+      template: {spec: {containers: [{name: c, command: [sh, -c, 'echo up; sleep 300']}]}}
+)");
+  // Sends SIGINT to ringmaster once both replicas are up, then checks that no
+  // (the pattern is "[;]" so that pgrep does not find its own shell)
+  // `sleep 300` of ours survives.
+  std::string script = "(" + std::string(RINGMASTER_BIN) + " run " + path + " > " + path +
+                       ".out 2>&1 & pid=$!; for i in $(seq 100); do [ $(grep -c '] up' " + path +
+                       ".out) = 2 ] && break; sleep 0.1; done; kill -INT $pid; wait $pid; echo rc=$?)";
+  Result r;
+  FILE* p = popen(script.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[256];
+  while (fgets(buf, sizeof buf, p)) r.output += buf;
+  pclose(p);
+  std::ifstream out(path + ".out");
+  std::string log((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
+  EXPECT_NE(r.output.find("rc=130"), std::string::npos) << r.output << log;
+  EXPECT_NE(log.find("Interrupted"), std::string::npos) << log;
+  EXPECT_EQ(CountLines(log, ": stopped"), 2) << log;
+  EXPECT_NE(system("pgrep -f 'echo up[;] sleep 300' >/dev/null"), 0) << "a replica outlived ringmaster run";
+}
+
+}  // namespace

@@ -1,0 +1,238 @@
+#include <gtest/gtest.h>
+
+#include "ringmaster/job.h"
+
+namespace ringmaster {
+namespace {
+
+std::vector<FieldError> ErrorsOf(const std::string& yaml) {
+  auto jobs = LoadJobs(yaml, "job.yaml");
+  EXPECT_TRUE(jobs.ok()) << jobs.status().ToString();
+  if (!jobs.ok() || jobs->empty()) return {};
+  return jobs->front().errors;
+}
+
+// One expected error: its rendering must contain `where` (file:line:col:
+// path) and `what`.
+void ExpectError(const std::string& yaml, const std::string& where, const std::string& what) {
+  auto errors = ErrorsOf(yaml);
+  std::string all;
+  for (const auto& e : errors) {
+    std::string text = FormatFieldError(e, "job.yaml");
+    if (text.find(where) != std::string::npos && text.find(what) != std::string::npos) return;
+    all += text + "\n";
+  }
+  ADD_FAILURE() << "expected an error at '" << where << "' saying '" << what << "', got:\n" << all;
+}
+
+constexpr char kHead[] =
+    "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata:\n  name: j\nspec:\n";
+// Lines 1-5 are kHead; the spec body starts on line 6.
+
+TEST(LoadJobs, DefaultsAreApplied) {
+  auto job = LoadSingleJob(std::string(kHead) + R"(  replicaSpecs:
+    Worker:
+      template: {spec: {containers: [{name: c, image: i}]}}
+)",
+                           "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->name, "j");
+  EXPECT_EQ(job->namespace_, "");
+  EXPECT_EQ(job->port, 2222);
+  EXPECT_EQ(job->success_policy, SuccessPolicy::kDefault);
+  EXPECT_EQ(job->Replicas(ReplicaType::kWorker), 1);
+  EXPECT_EQ(job->Find(ReplicaType::kWorker)->restart_policy, RestartPolicy::kNever);
+  EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
+  EXPECT_FALSE(job->run_policy.backoff_limit.has_value());
+  EXPECT_EQ(job->communication, CommunicationOptions{});
+}
+
+TEST(LoadJobs, EveryFieldIsRead) {
+  auto job = LoadSingleJob(std::string(kHead) + R"(  port: 3000
+  successPolicy: AllWorkers
+  communication: {implementation: ring, bytesPerPack: 4096, timeoutSeconds: 30}
+  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true}
+  replicaSpecs:
+    Master:
+      restartPolicy: ExitCode
+      template: {spec: {containers: [{name: c, image: i}]}}
+    Worker:
+      replicas: 3
+      restartPolicy: OnFailure
+      template: {spec: {containers: [{name: c, image: i, command: [a, b]}]}}
+)",
+                           "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->port, 3000);
+  EXPECT_EQ(job->success_policy, SuccessPolicy::kAllWorkers);
+  EXPECT_EQ(job->communication.implementation, Implementation::kRing);
+  EXPECT_EQ(job->communication.bytes_per_pack, 4096);
+  EXPECT_EQ(job->communication.timeout_seconds, 30);
+  EXPECT_EQ(job->run_policy.backoff_limit, 3);
+  EXPECT_EQ(job->run_policy.active_deadline_seconds, 60);
+  EXPECT_EQ(job->run_policy.ttl_seconds_after_finished, 5);
+  EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kAll);
+  EXPECT_TRUE(job->run_policy.suspend);
+  // Master is Chief under its old name.
+  ASSERT_NE(job->Find(ReplicaType::kChief), nullptr);
+  EXPECT_EQ(job->Find(ReplicaType::kChief)->restart_policy, RestartPolicy::kExitCode);
+  EXPECT_EQ(job->Replicas(ReplicaType::kWorker), 3);
+  EXPECT_EQ(job->Find(ReplicaType::kWorker)->pod_template["spec"]["containers"][0]["command"][1], "b");
+}
+
+TEST(LoadJobs, JsonWorksToo) {
+  auto job = LoadSingleJob(R"({"apiVersion":"ringmaster.io/v1alpha1","kind":"DistributedJob",
+    "metadata":{"name":"j","namespace":"team"},
+    "spec":{"replicaSpecs":{"Worker":{"replicas":2,"template":{"spec":{"containers":[{"name":"c","image":"i"}]}}}}}})",
+                           "job.json");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->namespace_, "team");
+  EXPECT_EQ(job->Replicas(ReplicaType::kWorker), 2);
+}
+
+TEST(LoadJobs, MultiDocumentSkipsOtherKinds) {
+  auto jobs = LoadJobs(R"(apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: a}
+spec: {replicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}}
+---
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: b}
+spec: {replicaSpecs: {Worker: {replicas: -1, template: {spec: {containers: [{name: c}]}}}}}
+)",
+                       "multi.yaml");
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  ASSERT_EQ(jobs->size(), 2u);
+  EXPECT_EQ((*jobs)[0].job->name, "a");
+  EXPECT_EQ((*jobs)[0].document_index, 1);
+  ASSERT_EQ((*jobs)[1].errors.size(), 1u);
+  // Line numbers count from the top of the file, not of the document.
+  EXPECT_EQ(FormatFieldError((*jobs)[1].errors[0], "multi.yaml"),
+            "multi.yaml:13:42: spec.replicaSpecs.Worker.replicas: must be between 0 and 100000, got -1");
+  auto single = LoadSingleJob("kind: DistributedJob\n---\nkind: DistributedJob\n", "two.yaml");
+  EXPECT_FALSE(single.ok());
+}
+
+TEST(LoadJobs, SyntaxErrorsGiveTheLine) {
+  auto r = LoadJobs("apiVersion: x\nspec: [unclosed\n", "bad.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("bad.yaml:"), std::string::npos) << r.status().message();
+  auto none = LoadJobs("kind: ConfigMap\n", "cm.yaml");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no DistributedJob"), std::string::npos);
+}
+
+constexpr char kWorker[] = "    Worker:\n      template: {spec: {containers: [{name: c}]}}\n";
+
+TEST(Validate, UnknownReplicaType) {
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Launcher:\n      template: {}\n",
+              "job.yaml:7:5: spec.replicaSpecs.Launcher", "unknown replica type 'Launcher'");
+}
+
+TEST(Validate, MoreThanOneChief) {
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Chief:\n      replicas: 2\n" +
+                  "      template: {spec: {containers: [{name: c}]}}\n",
+              "job.yaml:8:17: spec.replicaSpecs.Chief.replicas", "more than one chief");
+  ExpectError(std::string(kHead) +
+                  "  replicaSpecs:\n    Chief:\n      template: {spec: {containers: [{name: c}]}}\n" +
+                  "    Master:\n      template: {spec: {containers: [{name: c}]}}\n",
+              "spec.replicaSpecs.", "more than one chief: both Chief and Master");
+}
+
+TEST(Validate, NegativeReplicas) {
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      replicas: -3\n" +
+                  "      template: {spec: {containers: [{name: c}]}}\n",
+              "job.yaml:8:17: spec.replicaSpecs.Worker.replicas", "got -3");
+}
+
+TEST(Validate, CommunicationOptions) {
+  ExpectError(std::string(kHead) + "  communication:\n    bytesPerPack: -1\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:19: spec.communication.bytesPerPack", "must be >= 0, got -1");
+  ExpectError(std::string(kHead) + "  communication:\n    timeoutSeconds: -5\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:21: spec.communication.timeoutSeconds", "must be >= 0");
+  ExpectError(std::string(kHead) + "  communication:\n    implementation: GLOO\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:21: spec.communication.implementation", "unknown implementation 'GLOO'");
+  ExpectError(std::string(kHead) + "  communication:\n    bytesPerPack: lots\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:19: spec.communication.bytesPerPack", "must be an integer, got 'lots'");
+}
+
+TEST(Validate, PortOutOfRange) {
+  ExpectError(std::string(kHead) + "  port: 70000\n  replicaSpecs:\n" + kWorker, "job.yaml:6:9: spec.port",
+              "must be between 1 and 65535, got 70000");
+  ExpectError(std::string(kHead) + "  port: 0\n  replicaSpecs:\n" + kWorker, "job.yaml:6:9: spec.port",
+              "got 0");
+}
+
+TEST(Validate, ReplicaWithoutContainers) {
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      template:\n        spec:\n" +
+                  "          containers: []\n",
+              "job.yaml:10:23: spec.replicaSpecs.Worker.template.spec.containers", "at least one container");
+  // A missing field is located at its nearest written parent.
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      template:\n        spec: {}\n",
+              "job.yaml:9:15: spec.replicaSpecs.Worker.template.spec.containers", "at least one container");
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      replicas: 1\n",
+              "spec.replicaSpecs.Worker.template", "required field is missing");
+}
+
+TEST(Validate, EnumsAndTypes) {
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      restartPolicy: Sometimes\n" +
+                  "      template: {spec: {containers: [{name: c}]}}\n",
+              "job.yaml:8:22: spec.replicaSpecs.Worker.restartPolicy",
+              "expected one of: Never, OnFailure, Always, ExitCode");
+  ExpectError(std::string(kHead) + "  runPolicy:\n    cleanPodPolicy: Some\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:21: spec.runPolicy.cleanPodPolicy", "expected one of: All, Running, None");
+  ExpectError(std::string(kHead) + "  runPolicy:\n    backoffLimit: -1\n  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.backoffLimit", "must be between 0");
+  ExpectError(std::string(kHead) + "  runPolicy:\n    suspend: maybe\n  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.suspend", "must be true or false");
+  ExpectError(std::string(kHead) + "  successPolicy: Chief\n  replicaSpecs:\n" + kWorker,
+              "spec.successPolicy", "expected one of: \"\", AllWorkers");
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      replicas: \"2\"\n" +
+                  "      template: {spec: {containers: [{name: c}]}}\n",
+              "spec.replicaSpecs.Worker.replicas", "must be an integer, got '2'");
+}
+
+TEST(Validate, UnknownFieldsAreTyposNotSilence) {
+  ExpectError(std::string(kHead) + "  replicaSpec:\n" + kWorker, "job.yaml:6:3: spec.replicaSpec",
+              "unknown field");
+  ExpectError(std::string(kHead) + "  communication:\n    bytes_per_pack: 1\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:5: spec.communication.bytes_per_pack",
+              "unknown field, expected one of: implementation");
+}
+
+TEST(Validate, MetadataAndApiVersion) {
+  ExpectError("apiVersion: v1\nkind: DistributedJob\nmetadata: {name: j}\nspec:\n  replicaSpecs:\n" +
+                  std::string(kWorker),
+              "job.yaml:1:13: apiVersion", "must be ringmaster.io/v1alpha1");
+  ExpectError(
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata: {name: My_Job}\nspec:\n"
+      "  replicaSpecs:\n" +
+          std::string(kWorker),
+      "job.yaml:3:18: metadata.name", "lower-case DNS label");
+  ExpectError(
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata: {}\nspec:\n  replicaSpecs:\n" +
+          std::string(kWorker),
+      "metadata.name", "required field is missing");
+}
+
+TEST(Validate, AllErrorsAreReportedAtOnce) {
+  auto errors =
+      ErrorsOf(std::string(kHead) + "  port: -1\n  communication: {bytesPerPack: -1}\n  replicaSpecs:\n" +
+               "    Worker:\n      replicas: -1\n      template: {spec: {containers: [{name: c}]}}\n");
+  EXPECT_EQ(errors.size(), 3u);
+}
+
+TEST(Validate, GroupNeedsAChiefOrWorker) {
+  ExpectError(
+      std::string(kHead) + "  replicaSpecs:\n    PS:\n      template: {spec: {containers: [{name: c}]}}\n",
+      "spec.replicaSpecs", "collective group is empty");
+}
+
+}  // namespace
+}  // namespace ringmaster
