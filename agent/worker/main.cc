@@ -1,50 +1,303 @@
-// ringmaster-worker: the program the example jobs run. It reads TF_CONFIG and
-// the RINGMASTER_* options exactly as a training process linking the agent
-// would, and reports its place in the collective group.
+// ringmaster-worker: the program the example jobs run. It joins the group
+// from TF_CONFIG and RINGMASTER_* exactly as a training process linking the
+// agent would, all-reduces synthetic gradients shaped like a real model every
+// step, verifies every element exactly, and prints per-step time and bus
+// bandwidth. Fault drills: --stall-at-step, --crash-at-step.
+//
+// Exit codes: 0 ok, 1 a collective failed, 2 bad configuration or flags,
+// 3 a result was wrong.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <string>
+#include <thread>
+#include <vector>
 
-#include "ringmaster/comm_options.h"
-#include "ringmaster/tf_config.h"
+#include "kernels.h"
+#include "model.h"
+#include "ringmaster/communicator.h"
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << "usage: ringmaster-worker\n"
-                   "Reads TF_CONFIG and RINGMASTER_* from the environment and joins the\n"
-                   "collective group. Exits non-zero on a malformed TF_CONFIG or option.\n";
-      return 0;
+namespace {
+
+using namespace ringmaster;
+
+struct Flags {
+  int steps = 10;
+  std::string model = "resnet50";
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int stall_at = -1;
+  int crash_at = -1;
+  std::string drill_task;  // "worker:1": drills apply to that task only
+  bool async = false;
+  bool quiet = false;
+};
+
+const char kUsage[] =
+    "usage: ringmaster-worker [--steps N] [--model resnet50|tiny|NxM] [--dtype "
+    "float32|float16|bfloat16|float64|\n"
+    "                         int32|int64] [--op sum|mean|min|max|prod] [--async] [--quiet]\n"
+    "                         [--stall-at-step K] [--crash-at-step K] [--drill-task TYPE:INDEX]\n"
+    "Joins the collective group from TF_CONFIG and RINGMASTER_* and all-reduces synthetic gradients\n"
+    "every step, verifying each element exactly. --stall-at-step K stops taking part at step K but\n"
+    "stays alive; --crash-at-step K dies with SIGKILL in the middle of step K's all-reduce, only while\n"
+    "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
+    "replica of a spec runs the same arguments).\n";
+
+bool ParseInt(const char* s, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  if (!*s || *end || v < 0 || v > 100000000) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// The value member `rank` contributes for element i of tensor t at `step`:
+// small integers, so every sum, product and mean is exact (or rounds the
+// same way everywhere) in every dtype.
+int64_t Contribution(ReduceOp op, int rank, size_t t, int64_t i, int step) {
+  if (op == ReduceOp::kProduct) return ((i + static_cast<int64_t>(t) + step + rank) % 2) + 1;
+  return ((i * 7 + static_cast<int64_t>(t) * 3 + step + rank * 5) % 5) + 1;
+}
+
+void Store(DataType dt, void* base, int64_t i, double v) {
+  switch (dt) {
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(base)[i] = internal::FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(base)[i] = internal::FloatToBFloat16(static_cast<float>(v));
+      break;
+    case DataType::kFloat32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kInt32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kInt64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+  }
+}
+
+double Load(DataType dt, const void* base, int64_t i) {
+  switch (dt) {
+    case DataType::kFloat16:
+      return internal::HalfToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kBFloat16:
+      return internal::BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kFloat32:
+      return static_cast<const float*>(base)[i];
+    case DataType::kFloat64:
+      return static_cast<const double*>(base)[i];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+  }
+  return 0;
+}
+
+// The exact expected value, computed from every member's contribution.
+double Expected(DataType dt, ReduceOp op, int n, size_t t, int64_t i, int step) {
+  int64_t acc = Contribution(op, 0, t, i, step);
+  for (int r = 1; r < n; ++r) {
+    int64_t c = Contribution(op, r, t, i, step);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean:
+        acc += c;
+        break;
+      case ReduceOp::kProduct:
+        acc *= c;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, c);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, c);
+        break;
     }
   }
-  const char* tf_config = std::getenv("TF_CONFIG");
-  if (!tf_config || !*tf_config) {
-    std::cerr << "ringmaster-worker: TF_CONFIG is not set\n";
+  if (op != ReduceOp::kMean) return static_cast<double>(acc);
+  switch (dt) {  // the division happens in the dtype (halves through float)
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kFloat32:
+      return static_cast<double>(static_cast<float>(acc) / static_cast<float>(n));
+    case DataType::kFloat64:
+      return static_cast<double>(acc) / n;
+    case DataType::kInt32:
+    case DataType::kInt64:
+      return static_cast<double>(acc / n);
+  }
+  return 0;
+}
+
+double Rounded(DataType dt, double v) {
+  // What `v` becomes once stored in dt (the result of MEAN for halves).
+  if (dt != DataType::kFloat16 && dt != DataType::kBFloat16) return v;  // exact already
+  alignas(8) char tmp[8];
+  Store(dt, tmp, 0, v);
+  return Load(dt, tmp, 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        std::cerr << "ringmaster-worker: " << name << " needs a value\n" << kUsage;
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (a == "--steps") {
+      if (!ParseInt(next("--steps"), &f.steps)) return std::cerr << "ringmaster-worker: bad --steps\n", 2;
+    } else if (a == "--model") {
+      f.model = next("--model");
+    } else if (a == "--dtype") {
+      std::string d = next("--dtype");
+      bool found = false;
+      for (int k = 0; k <= 5; ++k) {
+        if (DataTypeName(static_cast<DataType>(k)) == d) f.dtype = static_cast<DataType>(k), found = true;
+      }
+      if (!found) return std::cerr << "ringmaster-worker: unknown --dtype " << d << "\n", 2;
+    } else if (a == "--op") {
+      std::string d = next("--op");
+      bool found = false;
+      for (int k = 0; k <= 4; ++k) {
+        if (ReduceOpName(static_cast<ReduceOp>(k)) == d) f.op = static_cast<ReduceOp>(k), found = true;
+      }
+      if (!found) return std::cerr << "ringmaster-worker: unknown --op " << d << "\n", 2;
+    } else if (a == "--stall-at-step") {
+      if (!ParseInt(next("--stall-at-step"), &f.stall_at))
+        return std::cerr << "ringmaster-worker: bad step\n", 2;
+    } else if (a == "--crash-at-step") {
+      if (!ParseInt(next("--crash-at-step"), &f.crash_at))
+        return std::cerr << "ringmaster-worker: bad step\n", 2;
+    } else if (a == "--drill-task") {
+      f.drill_task = next("--drill-task");
+    } else if (a == "--async") {
+      f.async = true;
+    } else if (a == "--quiet") {
+      f.quiet = true;
+    } else {
+      std::cerr << "ringmaster-worker: unknown flag " << a << "\n" << kUsage;
+      return 2;
+    }
+  }
+  auto shapes = worker::ModelByName(f.model);
+  if (!shapes.ok()) return std::cerr << "ringmaster-worker: " << shapes.status().ToString() << "\n", 2;
+
+  auto settings = CommunicatorSettings::FromEnvironment();
+  if (!settings.ok()) {
+    if (settings.status().code() == StatusCode::kFailedPrecondition) {
+      std::cout << "ringmaster-worker: " << settings.status().message() << "; nothing to do\n";
+      return 0;
+    }
+    std::cerr << "ringmaster-worker: " << settings.status().ToString() << "\n";
     return 2;
   }
-  auto config = ringmaster::ParseTfConfig(tf_config);
-  if (!config.ok()) {
-    std::cerr << "ringmaster-worker: " << config.status().ToString() << "\n";
-    return 2;
+  const char* restarts = std::getenv("RINGMASTER_RESTART_COUNT");
+  const bool first_start = !restarts || !*restarts || std::string(restarts) == "0";
+  const std::string me = settings->group.members[*settings->group.rank].TaskName();
+
+  {
+    const auto& m = settings->group.members[*settings->group.rank];
+    if (!f.drill_task.empty() && f.drill_task != m.task_type + ":" + std::to_string(m.task_index)) {
+      f.stall_at = f.crash_at = -1;  // the drills are for another task
+    }
   }
-  auto options = ringmaster::CommunicationOptions::FromEnv(&std::getenv);
-  if (!options.ok()) {
-    std::cerr << "ringmaster-worker: " << options.status().ToString() << "\n";
-    return 2;
+  auto comm_or = Communicator::Create(*settings);
+  if (!comm_or.ok()) {
+    std::cerr << "ringmaster-worker " << me << ": " << comm_or.status().ToString() << "\n";
+    return 1;
   }
-  auto group = ringmaster::MakeCollectiveGroup(*config);
-  std::cout << "task " << config->task_type.value_or("(none)") << ":" << config->task_index << " ";
-  if (group.rank) {
-    std::cout << "rank " << *group.rank << " of " << group.members.size();
-  } else {
-    std::cout << "not a member of the collective group (" << group.members.size() << " members)";
+  auto comm = std::move(*comm_or);
+  const int n = comm->size();
+  const auto& sizes = *shapes;
+  size_t total_bytes = 0;
+  std::vector<std::vector<char>> storage;
+  std::vector<Tensor> tensors;
+  for (int64_t c : sizes) {
+    storage.emplace_back(static_cast<size_t>(c) * DataTypeSize(f.dtype));
+    tensors.push_back(Tensor{storage.back().data(), c, f.dtype});
+    total_bytes += storage.back().size();
   }
-  std::cout << "; implementation " << ringmaster::ImplementationName(options->implementation)
-            << ", bytes_per_pack " << options->bytes_per_pack << ", timeout "
-            << (options->EffectiveTimeout() ? std::to_string(*options->EffectiveTimeout()) + "s" : "none")
-            << "\n  group:";
-  for (const auto& m : group.members) std::cout << " " << m.TaskName() << "=" << m.address;
-  std::cout << std::endl;
+  std::cout << "ringmaster-worker " << me << ": rank " << comm->rank() << " of " << n << ", model " << f.model
+            << " (" << sizes.size() << " tensors, " << total_bytes << " bytes, " << DataTypeName(f.dtype)
+            << "), op " << ReduceOpName(f.op) << ", " << f.steps << " steps" << std::endl;
+
+  for (int step = 0; step < f.steps; ++step) {
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        Store(f.dtype, storage[t].data(), i,
+              static_cast<double>(Contribution(f.op, comm->rank(), t, i, step)));
+      }
+    }
+    if (step == f.stall_at) {
+      std::cout << "ringmaster-worker " << me << ": stalling at step " << step << " (drill)" << std::endl;
+      auto until = std::chrono::steady_clock::now() + std::chrono::hours(1);
+      while (comm->health().ok() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      std::cerr << "ringmaster-worker " << me << ": stalled; the group ended: " << comm->health().ToString()
+                << "\n";
+      return 1;
+    }
+    auto start = std::chrono::steady_clock::now();
+    Status st;
+    if (step == f.crash_at && first_start) {
+      auto h = comm->AllReduceAsync(tensors, f.op);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::cout << "ringmaster-worker " << me << ": crashing at step " << step << " (drill)" << std::endl;
+      ::raise(SIGKILL);
+      st = h.Wait();
+    } else if (f.async) {
+      st = comm->AllReduceAsync(tensors, f.op).Wait();
+    } else {
+      st = comm->AllReduce(tensors, f.op);
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!st.ok()) {
+      std::cerr << "ringmaster-worker " << me << ": step " << step << ": " << st.ToString() << std::endl;
+      return 1;
+    }
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        double want = Rounded(f.dtype, Expected(f.dtype, f.op, n, t, i, step));
+        double got = Load(f.dtype, storage[t].data(), i);
+        if (!(got == want)) {
+          std::cerr << "ringmaster-worker " << me << ": step " << step << ": WRONG RESULT in tensor " << t
+                    << " element " << i << ": got " << got << ", want " << want << std::endl;
+          return 3;
+        }
+      }
+    }
+    if (!f.quiet) {
+      double algbw = secs > 0 ? total_bytes / secs / 1e9 : 0;
+      double busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
+      std::cout << "ringmaster-worker " << me << ": step " << step << ": " << std::fixed
+                << std::setprecision(2) << secs * 1e3 << " ms, algbw " << algbw << " GB/s, busbw " << busbw
+                << " GB/s, verified" << std::defaultfloat << std::endl;
+    }
+  }
+  std::cout << "ringmaster-worker " << me << ": " << f.steps << " steps verified" << std::endl;
   return 0;
 }

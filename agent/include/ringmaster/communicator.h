@@ -1,0 +1,136 @@
+// The collective engine's C++ API: what a training process links to all-reduce
+// its gradients with the other members of its TF_CONFIG group.
+//
+// Semantics follow tf.distribute: the group is the chief then the workers
+// (rank 0 is the leader); every member must issue the same collectives in the
+// same order with the same shapes; options follow
+// tf.distribute.experimental.CommunicationOptions (see comm_options.h) and
+// per-call options are merged over the job's defaults. See docs/agent.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ringmaster/comm_options.h"
+#include "ringmaster/status.h"
+#include "ringmaster/tf_config.h"
+
+namespace ringmaster {
+
+// Values are part of the C API (ringmaster.h): never renumber.
+enum class DataType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2, kFloat64 = 3, kInt32 = 4, kInt64 = 5 };
+enum class ReduceOp : int { kSum = 0, kMean = 1, kMin = 2, kMax = 3, kProduct = 4 };
+// Where a tensor's bytes live: device memory needs the NCCL backend.
+enum class MemoryKind : int { kHost = 0, kDevice = 1 };
+
+size_t DataTypeSize(DataType dtype);
+std::string_view DataTypeName(DataType dtype);  // "float32", ...
+std::string_view ReduceOpName(ReduceOp op);     // "sum", ...
+
+// A view of a caller-owned flat buffer; results are written in place. The
+// bytes must stay valid until the call (or its handle) completes.
+struct Tensor {
+  void* data = nullptr;
+  int64_t count = 0;  // elements
+  DataType dtype = DataType::kFloat32;
+  MemoryKind memory = MemoryKind::kHost;
+  size_t bytes() const { return static_cast<size_t>(count) * DataTypeSize(dtype); }
+};
+
+// Explicit settings; FromEnvironment() fills them from TF_CONFIG and the
+// RINGMASTER_* variables.
+struct CommunicatorSettings {
+  CollectiveGroup group;          // members in rank order and our rank
+  CommunicationOptions defaults;  // the job's options; per-call options merge over them
+  // Port of the gRPC control service; 0 = the port of our TF_CONFIG address.
+  // RINGMASTER_PORT sets it for every member, so the agent can share a pod
+  // with TensorFlow's own server.
+  int control_port = 0;
+  // Group formation gives up after this long and names the missing tasks
+  // (RINGMASTER_FORMATION_TIMEOUT_SECONDS).
+  double formation_timeout_seconds = 300;
+  // A member silent for this long is declared dead even if its connections
+  // stay open, e.g. a lost node (RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS).
+  double heartbeat_timeout_seconds = 15;
+  // Packs in flight at once; each has its own connection per peer
+  // (RINGMASTER_STREAMS, 1..8).
+  int streams = 2;
+
+  static StatusOr<CommunicatorSettings> FromEnvironment();
+};
+
+namespace internal {
+struct CallState;
+class CommunicatorImpl;
+}  // namespace internal
+
+// The outcome of one asynchronous call; its packs proceed in the background.
+class CollectiveHandle {
+ public:
+  CollectiveHandle() = default;
+  // Blocks until every pack of the call is done; returns its first error.
+  // Never outlives the call's timeout by more than a second.
+  Status Wait();
+  bool Done() const;
+
+ private:
+  friend class internal::CommunicatorImpl;
+  explicit CollectiveHandle(std::shared_ptr<internal::CallState> s) : state_(std::move(s)) {}
+  std::shared_ptr<internal::CallState> state_;
+};
+
+class Communicator {
+ public:
+  // Starts the control service and forms the group (blocks until every
+  // member has joined, or fails after the formation timeout).
+  static StatusOr<std::unique_ptr<Communicator>> Create(const CommunicatorSettings& settings);
+  static StatusOr<std::unique_ptr<Communicator>> FromEnvironment();
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  std::string TaskName(int rank) const;  // "/job:worker/task:1"
+
+  // Reduces the tensors element-wise across the group, in place. Tensors are
+  // packed (options.bytes_per_pack) and each pack is one collective.
+  Status AllReduce(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& options = {});
+  // The same, returning at once; the tensors must stay valid until Wait().
+  CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
+                                  const CommunicationOptions& options = {});
+  // Copies root's tensors to every member.
+  Status Broadcast(std::span<const Tensor> tensors, int root, const CommunicationOptions& options = {});
+  // Concatenates every member's `input` in rank order into `output`
+  // (output.count == size() * input.count; equal sizes on every member).
+  Status AllGather(const Tensor& input, const Tensor& output, const CommunicationOptions& options = {});
+  // Returns once every member has entered it.
+  Status Barrier(const CommunicationOptions& options = {});
+  // tf.distribute's reduce(op, value, axis): `value` has `shape`; with an
+  // axis, it is first reduced along that axis (MEAN divides by the element
+  // count along the axis summed over all members, so short batches weigh
+  // right); `output` has `shape` without that axis (or `shape` itself).
+  Status Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape, std::optional<int> axis,
+                const Tensor& output, const CommunicationOptions& options = {});
+
+  // Fails every collective in flight on every member with Aborted; later
+  // calls fail fast with Aborted until Reform().
+  void Abort(const std::string& reason);
+  // OK while the group is usable, else why it is not (Aborted, Unavailable...).
+  Status health() const;
+  // Forms the group again (a new incarnation) after an abort; every member
+  // must call it.
+  Status Reform();
+
+ private:
+  explicit Communicator(std::unique_ptr<internal::CommunicatorImpl> impl);
+  std::unique_ptr<internal::CommunicatorImpl> impl_;
+};
+
+}  // namespace ringmaster

@@ -1,0 +1,91 @@
+/* The collective engine's C API: the same calls as ringmaster/communicator.h
+ * for languages that link C. Every call returns a status code (0 = OK; the
+ * values are gRPC's, see rm_status_code); rm_last_error() gives the message
+ * of the calling thread's last failure. */
+#ifndef RINGMASTER_RINGMASTER_H_
+#define RINGMASTER_RINGMASTER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  RM_OK = 0,
+  RM_CANCELLED = 1,
+  RM_UNKNOWN = 2,
+  RM_INVALID_ARGUMENT = 3,
+  RM_DEADLINE_EXCEEDED = 4,
+  RM_FAILED_PRECONDITION = 9,
+  RM_ABORTED = 10,
+  RM_UNIMPLEMENTED = 12,
+  RM_INTERNAL = 13,
+  RM_UNAVAILABLE = 14
+} rm_status_code;
+
+typedef enum {
+  RM_FLOAT16 = 0,
+  RM_BFLOAT16 = 1,
+  RM_FLOAT32 = 2,
+  RM_FLOAT64 = 3,
+  RM_INT32 = 4,
+  RM_INT64 = 5
+} rm_dtype;
+typedef enum { RM_SUM = 0, RM_MEAN = 1, RM_MIN = 2, RM_MAX = 3, RM_PRODUCT = 4 } rm_reduce_op;
+typedef enum { RM_AUTO = 0, RM_RING = 1, RM_NCCL = 2 } rm_implementation;
+
+typedef struct {
+  void* data;
+  int64_t count;
+  rm_dtype dtype;
+} rm_tensor;
+
+/* Per-call options, merged over the job's defaults as tf.distribute does:
+ * bytes_per_pack 0, timeout_seconds < 0 and RM_AUTO mean "keep the default". */
+typedef struct {
+  int64_t bytes_per_pack;
+  double timeout_seconds;
+  rm_implementation implementation;
+} rm_options;
+
+/* rm_options with every field at "keep the default". */
+rm_options rm_default_options(void);
+
+typedef struct rm_communicator rm_communicator;
+typedef struct rm_handle rm_handle;
+
+/* Forms the group from TF_CONFIG and RINGMASTER_* (blocks until formed). */
+int rm_communicator_create_from_env(rm_communicator** out);
+void rm_communicator_destroy(rm_communicator* comm);
+int rm_rank(const rm_communicator* comm);
+int rm_size(const rm_communicator* comm);
+
+/* `options` may be NULL. Results are written in place. */
+int rm_allreduce(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                 const rm_options* options);
+/* Starts the all-reduce and returns at once; rm_handle_wait gives its status
+ * and frees the handle. The tensors must stay valid until then. */
+int rm_allreduce_async(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                       const rm_options* options, rm_handle** out);
+int rm_handle_wait(rm_handle* handle);
+int rm_broadcast(rm_communicator* comm, const rm_tensor* tensors, size_t n, int root,
+                 const rm_options* options);
+int rm_allgather(rm_communicator* comm, const rm_tensor* input, const rm_tensor* output,
+                 const rm_options* options);
+int rm_barrier(rm_communicator* comm, const rm_options* options);
+/* tf.distribute's reduce(op, value, axis); has_axis 0 = no axis. */
+int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, const int64_t* shape, int ndims,
+              int has_axis, int axis, const rm_tensor* output, const rm_options* options);
+void rm_abort(rm_communicator* comm, const char* reason);
+int rm_reform(rm_communicator* comm);
+
+/* The message of the calling thread's last failed call ("" if none). */
+const char* rm_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RINGMASTER_RINGMASTER_H_ */

@@ -1,0 +1,42 @@
+// Collective algorithms: pure logic over a Transport, so they run over TCP or
+// the in-process test transport alike.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ringmaster/communicator.h"
+#include "transport.h"
+
+namespace ringmaster::internal {
+
+enum class Algorithm { kRing, kRecursiveDoubling };
+const char* AlgorithmName(Algorithm a);
+
+// AUTO's rule: recursive doubling (log2 n rounds, whole message each round)
+// while it is latency-bound, the bandwidth-optimal ring above that.
+Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size);
+inline constexpr size_t kSmallMessageBytes = 64 * 1024;
+// For `ringmaster bench` only: make AUTO run one algorithm (nullopt: AUTO's rule).
+void ForceAlgorithmForBenchmarks(std::optional<Algorithm> algo);
+
+struct RingTuning {
+  size_t chunk_bytes = 256 * 1024;  // pipeline unit
+  int staging_chunks = 4;           // receives in flight per pack
+};
+
+// In-place all-reduce of `count` elements. MEAN reduces as SUM; the caller
+// divides. Any group size, any count (including 0 and < group size).
+Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataType dtype, ReduceOp op,
+                 const RingTuning& tuning = {});
+Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op,
+                     const RingTuning& tuning);
+Status RecursiveDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op);
+// Binomial tree from root.
+Status BroadcastBytes(Transport& t, void* data, size_t bytes, int root);
+// out holds size() blocks of `block_bytes`; block rank() must hold our input.
+Status RingAllGatherBytes(Transport& t, void* out, size_t block_bytes);
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,227 @@
+#include "kernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace ringmaster::internal {
+namespace {
+
+inline uint32_t AsBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+inline float AsFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float H2F(uint16_t h) {
+  constexpr uint32_t kShiftedExp = 0x7c00u << 13;
+  uint32_t o = (h & 0x7fffu) << 13;
+  uint32_t exp = kShiftedExp & o;
+  o += (127u - 15u) << 23;
+  if (exp == kShiftedExp) {
+    o += (128u - 16u) << 23;  // Inf/NaN
+  } else if (exp == 0) {
+    o += 1u << 23;  // subnormal: renormalise
+    o = AsBits(AsFloat(o) - AsFloat(113u << 23));
+  }
+  return AsFloat(o | (static_cast<uint32_t>(h & 0x8000u) << 16));
+}
+
+inline uint16_t F2H(float value) {
+  constexpr uint32_t kInf = 255u << 23, kMax = (127u + 16u) << 23;
+  constexpr uint32_t kDenormMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+  uint32_t f = AsBits(value);
+  uint32_t sign = f & 0x80000000u;
+  f ^= sign;
+  uint16_t o;
+  if (f >= kMax) {
+    o = f > kInf ? 0x7e00 : 0x7c00;
+  } else if (f < (113u << 23)) {
+    o = static_cast<uint16_t>(AsBits(AsFloat(f) + AsFloat(kDenormMagic)) - kDenormMagic);
+  } else {
+    uint32_t mant_odd = (f >> 13) & 1u;
+    f += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;
+    f += mant_odd;
+    o = static_cast<uint16_t>(f >> 13);
+  }
+  return static_cast<uint16_t>(o | (sign >> 16));
+}
+
+inline float B2F(uint16_t b) {
+  return AsFloat(static_cast<uint32_t>(b) << 16);
+}
+inline uint16_t F2B(float value) {
+  uint32_t u = AsBits(value);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+struct Sum {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return a + b;
+  }
+};
+struct Prod {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return a * b;
+  }
+};
+struct Min {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return b < a ? b : a;
+  }
+};
+struct Max {
+  template <typename T>
+  static T Apply(T a, T b) {
+    return a < b ? b : a;
+  }
+};
+
+template <typename T, typename Op>
+void Loop(T* __restrict a, const T* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] = Op::Apply(a[i], b[i]);
+}
+
+template <typename Op>
+void LoopHalf(uint16_t* __restrict a, const uint16_t* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] = F2H(Op::Apply(H2F(a[i]), H2F(b[i])));
+}
+template <typename Op>
+void LoopBf16(uint16_t* __restrict a, const uint16_t* __restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) a[i] = F2B(Op::Apply(B2F(a[i]), B2F(b[i])));
+}
+
+template <typename Op>
+void Dispatch(DataType dtype, void* inout, const void* in, size_t n) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return LoopHalf<Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
+    case DataType::kBFloat16:
+      return LoopBf16<Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
+    case DataType::kFloat32:
+      return Loop<float, Op>(static_cast<float*>(inout), static_cast<const float*>(in), n);
+    case DataType::kFloat64:
+      return Loop<double, Op>(static_cast<double*>(inout), static_cast<const double*>(in), n);
+    case DataType::kInt32:
+      return Loop<int32_t, Op>(static_cast<int32_t*>(inout), static_cast<const int32_t*>(in), n);
+    case DataType::kInt64:
+      return Loop<int64_t, Op>(static_cast<int64_t*>(inout), static_cast<const int64_t*>(in), n);
+  }
+}
+
+template <typename T>
+void Fill(void* data, size_t n, T v) {
+  T* p = static_cast<T*>(data);
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+}
+
+}  // namespace
+
+float HalfToFloat(uint16_t h) {
+  return H2F(h);
+}
+uint16_t FloatToHalf(float f) {
+  return F2H(f);
+}
+float BFloat16ToFloat(uint16_t b) {
+  return B2F(b);
+}
+uint16_t FloatToBFloat16(float f) {
+  return F2B(f);
+}
+
+void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in, size_t count) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      return Dispatch<Sum>(dtype, inout, in, count);
+    case ReduceOp::kProduct:
+      return Dispatch<Prod>(dtype, inout, in, count);
+    case ReduceOp::kMin:
+      return Dispatch<Min>(dtype, inout, in, count);
+    case ReduceOp::kMax:
+      return Dispatch<Max>(dtype, inout, in, count);
+  }
+}
+
+void DivideBy(DataType dtype, void* data, size_t n, int64_t d) {
+  switch (dtype) {
+    case DataType::kFloat16: {
+      auto* p = static_cast<uint16_t*>(data);
+      const float fd = static_cast<float>(d);
+      for (size_t i = 0; i < n; ++i) p[i] = F2H(H2F(p[i]) / fd);
+      return;
+    }
+    case DataType::kBFloat16: {
+      auto* p = static_cast<uint16_t*>(data);
+      const float fd = static_cast<float>(d);
+      for (size_t i = 0; i < n; ++i) p[i] = F2B(B2F(p[i]) / fd);
+      return;
+    }
+    case DataType::kFloat32: {
+      auto* p = static_cast<float*>(data);
+      const float fd = static_cast<float>(d);
+      for (size_t i = 0; i < n; ++i) p[i] = p[i] / fd;
+      return;
+    }
+    case DataType::kFloat64: {
+      auto* p = static_cast<double*>(data);
+      const double fd = static_cast<double>(d);
+      for (size_t i = 0; i < n; ++i) p[i] = p[i] / fd;
+      return;
+    }
+    case DataType::kInt32: {
+      auto* p = static_cast<int32_t*>(data);
+      for (size_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(p[i] / d);
+      return;
+    }
+    case DataType::kInt64: {
+      auto* p = static_cast<int64_t*>(data);
+      for (size_t i = 0; i < n; ++i) p[i] = p[i] / d;
+      return;
+    }
+  }
+}
+
+void FillIdentity(DataType dtype, ReduceOp op, void* data, size_t n) {
+  const bool zero = op == ReduceOp::kSum || op == ReduceOp::kMean;
+  const bool one = op == ReduceOp::kProduct;
+  const bool hi = op == ReduceOp::kMin;  // MIN's identity is the largest value
+  switch (dtype) {
+    case DataType::kFloat16:
+      return Fill<uint16_t>(data, n, zero ? 0 : one ? 0x3c00 : hi ? 0x7c00 : 0xfc00);
+    case DataType::kBFloat16:
+      return Fill<uint16_t>(data, n, zero ? 0 : one ? 0x3f80 : hi ? 0x7f80 : 0xff80);
+    case DataType::kFloat32: {
+      constexpr float inf = std::numeric_limits<float>::infinity();
+      return Fill<float>(data, n, zero ? 0.f : one ? 1.f : hi ? inf : -inf);
+    }
+    case DataType::kFloat64: {
+      constexpr double inf = std::numeric_limits<double>::infinity();
+      return Fill<double>(data, n, zero ? 0. : one ? 1. : hi ? inf : -inf);
+    }
+    case DataType::kInt32:
+      return Fill<int32_t>(data, n,
+                           zero  ? 0
+                           : one ? 1
+                           : hi  ? std::numeric_limits<int32_t>::max()
+                                 : std::numeric_limits<int32_t>::min());
+    case DataType::kInt64:
+      return Fill<int64_t>(data, n,
+                           zero  ? 0
+                           : one ? 1
+                           : hi  ? std::numeric_limits<int64_t>::max()
+                                 : std::numeric_limits<int64_t>::min());
+  }
+}
+
+}  // namespace ringmaster::internal

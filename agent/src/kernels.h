@@ -1,0 +1,26 @@
+// Element-wise reduction kernels. Plain loops over restrict pointers so the
+// compiler vectorises them (kernels.cc is built with -O3; see docs/agent.md);
+// float16 and bfloat16 reduce through float.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+// inout[i] = op(inout[i], in[i]). MEAN reduces as SUM (see DivideBy).
+void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in, size_t count);
+// data[i] /= n: the last step of MEAN (integer types truncate, as TF does).
+void DivideBy(DataType dtype, void* data, size_t count, int64_t n);
+// Fills with the identity of `op` (0, 1, +max, -max).
+void FillIdentity(DataType dtype, ReduceOp op, void* data, size_t count);
+
+// IEEE binary16 / bfloat16 <-> float, round to nearest even.
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+uint16_t FloatToBFloat16(float f);
+
+}  // namespace ringmaster::internal

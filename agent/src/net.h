@@ -1,0 +1,36 @@
+// Small POSIX socket helpers with deadlines (nothing here blocks forever).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+inline Deadline NoDeadline() {
+  return Deadline::max();
+}
+Deadline DeadlineAfter(double seconds);
+// Milliseconds until the deadline for poll(): -1 for none, 0 when passed.
+int PollTimeoutMs(Deadline d, int cap_ms = -1);
+
+// Splits "host:port" (IPv6 as "[::1]:2222").
+Status SplitHostPort(const std::string& address, std::string* host, int* port);
+// Listens on all addresses; port 0 picks one (returned in *bound_port).
+StatusOr<int> Listen(int port, int* bound_port, int backlog = 256);
+// Connects, retrying refused connections until the deadline (the peer may not
+// be listening yet).
+StatusOr<int> ConnectWithRetry(const std::string& host, int port, Deadline deadline);
+void SetNonBlocking(int fd);
+void TuneDataSocket(int fd);  // TCP_NODELAY
+// Whole-buffer I/O on a non-blocking socket, bounded by the deadline.
+Status WriteAll(int fd, const void* data, size_t n, Deadline deadline);
+Status ReadAll(int fd, void* data, size_t n, Deadline deadline);
+void CloseFd(int& fd);
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,32 @@
+// Packing (pure): which tensors travel together as one collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+struct Pack {
+  DataType dtype;
+  std::vector<size_t> tensors;  // indices into the call's tensors, in order
+  size_t count = 0;             // elements
+  size_t bytes = 0;
+};
+
+// The agent's own pack size when bytes_per_pack is 0: enough packs that the
+// streams overlap, each big enough to amortise per-collective latency.
+int64_t AutoBytesPerPack(size_t total_bytes, int streams);
+inline constexpr int64_t kMinAutoPack = 1 << 20;
+inline constexpr int64_t kMaxAutoPack = 16 << 20;
+
+// TF's group_by_size within each dtype (dtypes in order of first
+// appearance): tensors keep their order, and a new pack starts once the
+// current one is larger than bytes_per_pack (> 0). Empty tensors need no
+// communication and are left out.
+std::vector<Pack> PlanPacks(std::span<const Tensor> tensors, int64_t bytes_per_pack);
+
+}  // namespace ringmaster::internal

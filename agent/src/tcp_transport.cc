@@ -1,0 +1,157 @@
+#include "tcp_transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ringmaster::internal {
+
+TcpTransport::TcpTransport(int rank, int size, std::vector<int> fds, Hooks hooks)
+    : rank_(rank), size_(size), fds_(std::move(fds)), hooks_(std::move(hooks)), sendq_(size), recvq_(size) {}
+
+TcpTransport::~TcpTransport() {
+  CloseAll();
+}
+
+void TcpTransport::CloseAll() {
+  for (int& fd : fds_) CloseFd(fd);
+}
+
+void TcpTransport::Begin(uint64_t seq, Deadline deadline) {
+  seq_ = seq;
+  deadline_ = deadline;
+  reqs_.clear();
+  for (auto& q : sendq_) q.clear();
+  for (auto& q : recvq_) q.clear();
+  pending_ = 0;
+}
+
+int TcpTransport::Isend(int peer, uint32_t tag, const void* data, size_t bytes) {
+  Req r{true, false, peer, tag, const_cast<char*>(static_cast<const char*>(data)), bytes};
+  r.hdr = WireHeader{kDataMagic, tag, seq_, bytes};
+  reqs_.push_back(r);
+  int id = static_cast<int>(reqs_.size()) - 1;
+  sendq_[peer].push_back(id);
+  ++pending_;
+  return id;
+}
+
+int TcpTransport::Irecv(int peer, uint32_t tag, void* data, size_t bytes) {
+  reqs_.push_back(Req{false, false, peer, tag, static_cast<char*>(data), bytes});
+  int id = static_cast<int>(reqs_.size()) - 1;
+  recvq_[peer].push_back(id);
+  ++pending_;
+  return id;
+}
+
+Status TcpTransport::PeerError(int peer, const std::string& what) {
+  Status aborted = hooks_.abort_status();
+  if (!aborted.ok()) return aborted;  // the first cause wins
+  return UnavailableError("lost connection to " + hooks_.peer_name(peer) + ": " + what);
+}
+
+Status TcpTransport::Progress(bool* moved) {
+  constexpr size_t kHdr = sizeof(WireHeader);
+  for (int p = 0; p < size_; ++p) {
+    auto& sq = sendq_[p];
+    while (!sq.empty()) {
+      Req& r = reqs_[sq.front()];
+      iovec iov[2];
+      int n = 0;
+      if (r.done < kHdr) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.done, kHdr - r.done};
+      size_t pdone = r.done > kHdr ? r.done - kHdr : 0;
+      if (pdone < r.bytes) iov[n++] = {r.data + pdone, r.bytes - pdone};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = n;
+      ssize_t w = ::sendmsg(fds_[p], &m, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return PeerError(p, std::strerror(errno));
+      }
+      *moved = true;
+      r.done += static_cast<size_t>(w);
+      if (r.done == kHdr + r.bytes) {
+        r.complete = true;
+        --pending_;
+        sq.pop_front();
+      }
+    }
+    auto& rq = recvq_[p];
+    while (!rq.empty()) {
+      Req& r = reqs_[rq.front()];
+      iovec iov[2];
+      int n = 0;
+      if (r.done < kHdr) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.done, kHdr - r.done};
+      size_t pdone = r.done > kHdr ? r.done - kHdr : 0;
+      if (pdone < r.bytes) iov[n++] = {r.data + pdone, r.bytes - pdone};
+      msghdr m{};
+      m.msg_iov = iov;
+      m.msg_iovlen = n;
+      ssize_t got = ::recvmsg(fds_[p], &m, 0);
+      if (got == 0) return PeerError(p, "connection closed (the process exited or was killed)");
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return PeerError(p, std::strerror(errno));
+      }
+      *moved = true;
+      bool had_header = r.done >= kHdr;
+      r.done += static_cast<size_t>(got);
+      if (!had_header && r.done >= kHdr) {
+        const WireHeader& h = r.hdr;
+        if (h.magic != kDataMagic || h.seq != seq_ || h.tag != r.tag || h.length != r.bytes) {
+          return InternalError("protocol error from " + hooks_.peer_name(p) + ": expected collective #" +
+                               std::to_string(seq_) + " tag " + std::to_string(r.tag) + " with " +
+                               std::to_string(r.bytes) + " bytes, got magic " + std::to_string(h.magic) +
+                               " collective #" + std::to_string(h.seq) + " tag " + std::to_string(h.tag) +
+                               " with " + std::to_string(h.length) + " bytes");
+        }
+      }
+      if (r.done == kHdr + r.bytes) {
+        r.complete = true;
+        --pending_;
+        rq.pop_front();
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status TcpTransport::WaitUntil(const std::function<bool()>& done) {
+  std::vector<pollfd> pfds;
+  while (true) {
+    RM_RETURN_IF_ERROR(hooks_.abort_status());
+    bool moved = false;
+    RM_RETURN_IF_ERROR(Progress(&moved));
+    if (done()) return OkStatus();
+    if (moved) continue;
+    pfds.clear();
+    for (int p = 0; p < size_; ++p) {
+      short ev = 0;
+      if (!sendq_[p].empty()) ev |= POLLOUT;
+      if (!recvq_[p].empty()) ev |= POLLIN;
+      if (ev) pfds.push_back({fds_[p], ev, 0});
+    }
+    if (hooks_.abort_fd >= 0) pfds.push_back({hooks_.abort_fd, POLLIN, 0});
+    int timeout = PollTimeoutMs(deadline_);
+    if (timeout == 0) return DeadlineExceededError("collective #" + std::to_string(seq_) + " timed out");
+    int rc = ::poll(pfds.data(), pfds.size(), timeout);
+    if (rc < 0 && errno != EINTR) return InternalError(std::string("poll: ") + std::strerror(errno));
+  }
+}
+
+Status TcpTransport::Wait(int request) {
+  return WaitUntil([&] { return reqs_[request].complete; });
+}
+
+Status TcpTransport::WaitAll() {
+  return WaitUntil([&] { return pending_ == 0; });
+}
+
+}  // namespace ringmaster::internal

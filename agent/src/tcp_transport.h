@@ -1,0 +1,75 @@
+// The Transport over the data plane: one TCP connection per peer per stream,
+// driven by the thread that runs the collective (poll + non-blocking I/O; no
+// thread hand-off). Every message carries a 24-byte header (magic, tag,
+// collective sequence, length) that must match what the receiver posted;
+// payloads go straight into the posted buffer, so nothing on the wire decides
+// how much we allocate.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "net.h"
+#include "transport.h"
+
+namespace ringmaster::internal {
+
+inline constexpr uint32_t kDataMagic = 0x31444d52;  // "RMD1"
+
+struct WireHeader {
+  uint32_t magic;
+  uint32_t tag;
+  uint64_t seq;
+  uint64_t length;
+};
+static_assert(sizeof(WireHeader) == 24);
+
+class TcpTransport : public Transport {
+ public:
+  struct Hooks {
+    std::function<std::string(int)> peer_name;  // rank -> "/job:worker/task:1"
+    std::function<Status()> abort_status;       // OK unless the group was aborted
+    int abort_fd = -1;                          // readable once aborted
+  };
+  TcpTransport(int rank, int size, std::vector<int> fds, Hooks hooks);
+  ~TcpTransport() override;
+
+  // Starts collective `seq`: forgets the previous one's requests.
+  void Begin(uint64_t seq, Deadline deadline);
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int Isend(int peer, uint32_t tag, const void* data, size_t bytes) override;
+  int Irecv(int peer, uint32_t tag, void* data, size_t bytes) override;
+  Status Wait(int request) override;
+  Status WaitAll() override;
+  void CloseAll();
+
+ private:
+  struct Req {
+    bool send;
+    bool complete = false;
+    int peer;
+    uint32_t tag;
+    char* data;
+    size_t bytes;
+    size_t done = 0;  // header + payload bytes moved
+    WireHeader hdr{};
+  };
+  Status Progress(bool* moved);
+  Status PeerError(int peer, const std::string& what);
+  Status WaitUntil(const std::function<bool()>& done);
+
+  int rank_, size_;
+  std::vector<int> fds_;
+  Hooks hooks_;
+  uint64_t seq_ = 0;
+  Deadline deadline_ = NoDeadline();
+  std::vector<Req> reqs_;
+  std::vector<std::deque<int>> sendq_, recvq_;
+  size_t pending_ = 0;
+};
+
+}  // namespace ringmaster::internal

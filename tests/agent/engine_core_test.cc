@@ -1,0 +1,237 @@
+// The functional core without sockets: kernels, packing, and the algorithms
+// over the in-process transport, for every group size 1-5 and awkward counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "algorithms.h"
+#include "kernels.h"
+#include "local_transport.h"
+#include "packing.h"
+
+namespace ringmaster::internal {
+namespace {
+
+TEST(Kernels, HalfConversionsRoundTripSmallIntegersAndRoundToEven) {
+  for (int i = -2048; i <= 2048; ++i) {
+    EXPECT_EQ(HalfToFloat(FloatToHalf(static_cast<float>(i))), static_cast<float>(i)) << i;
+  }
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(FloatToHalf(1e6f), 0x7c00);                   // overflow to +inf
+  EXPECT_EQ(FloatToHalf(2049.0f), FloatToHalf(2048.0f));  // tie rounds to even
+  EXPECT_EQ(FloatToHalf(2051.0f), FloatToHalf(2052.0f));
+  EXPECT_EQ(HalfToFloat(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
+  EXPECT_TRUE(std::isnan(HalfToFloat(0x7e00)));
+  for (int i = -256; i <= 256; ++i) {
+    EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(static_cast<float>(i))), static_cast<float>(i)) << i;
+  }
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(257.0f)), 256.0f);  // tie to even
+  EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(259.0f)), 260.0f);
+}
+
+template <typename T>
+std::vector<T> Apply(DataType dt, ReduceOp op, std::vector<T> a, const std::vector<T>& b) {
+  ReduceInto(dt, op, a.data(), b.data(), a.size());
+  return a;
+}
+
+TEST(Kernels, EveryOpOnEveryWideType) {
+  std::vector<float> a{1, -2, 3, 4}, b{5, 6, -7, 8};
+  EXPECT_EQ(Apply(DataType::kFloat32, ReduceOp::kSum, a, b), (std::vector<float>{6, 4, -4, 12}));
+  EXPECT_EQ(Apply(DataType::kFloat32, ReduceOp::kMean, a, b), (std::vector<float>{6, 4, -4, 12}));
+  EXPECT_EQ(Apply(DataType::kFloat32, ReduceOp::kProduct, a, b), (std::vector<float>{5, -12, -21, 32}));
+  EXPECT_EQ(Apply(DataType::kFloat32, ReduceOp::kMin, a, b), (std::vector<float>{1, -2, -7, 4}));
+  EXPECT_EQ(Apply(DataType::kFloat32, ReduceOp::kMax, a, b), (std::vector<float>{5, 6, 3, 8}));
+  std::vector<double> da{1.5, 2}, db{0.25, -4};
+  EXPECT_EQ(Apply(DataType::kFloat64, ReduceOp::kSum, da, db), (std::vector<double>{1.75, -2}));
+  std::vector<int32_t> ia{7, -3}, ib{-8, 2};
+  EXPECT_EQ(Apply(DataType::kInt32, ReduceOp::kMax, ia, ib), (std::vector<int32_t>{7, 2}));
+  EXPECT_EQ(Apply(DataType::kInt32, ReduceOp::kProduct, ia, ib), (std::vector<int32_t>{-56, -6}));
+  std::vector<int64_t> la{int64_t{1} << 40, 3}, lb{1, -5};
+  EXPECT_EQ(Apply(DataType::kInt64, ReduceOp::kSum, la, lb),
+            (std::vector<int64_t>{(int64_t{1} << 40) + 1, -2}));
+  EXPECT_EQ(Apply(DataType::kInt64, ReduceOp::kMin, la, lb), (std::vector<int64_t>{1, -5}));
+}
+
+TEST(Kernels, HalfTypesReduceThroughFloat) {
+  std::vector<uint16_t> a{FloatToHalf(1.5f), FloatToHalf(-3)}, b{FloatToHalf(2.25f), FloatToHalf(1)};
+  auto s = Apply(DataType::kFloat16, ReduceOp::kSum, a, b);
+  EXPECT_EQ(HalfToFloat(s[0]), 3.75f);
+  EXPECT_EQ(HalfToFloat(s[1]), -2.0f);
+  auto m = Apply(DataType::kFloat16, ReduceOp::kMin, a, b);
+  EXPECT_EQ(HalfToFloat(m[0]), 1.5f);
+  EXPECT_EQ(HalfToFloat(m[1]), -3.0f);
+  std::vector<uint16_t> c{FloatToBFloat16(3), FloatToBFloat16(-2)}, d{FloatToBFloat16(4), FloatToBFloat16(8)};
+  auto p = Apply(DataType::kBFloat16, ReduceOp::kProduct, c, d);
+  EXPECT_EQ(BFloat16ToFloat(p[0]), 12.0f);
+  EXPECT_EQ(BFloat16ToFloat(p[1]), -16.0f);
+}
+
+TEST(Kernels, DivideAndIdentity) {
+  std::vector<float> f{3, 1};
+  DivideBy(DataType::kFloat32, f.data(), 2, 3);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], 1.0f / 3.0f);
+  std::vector<int32_t> i{7, -7};
+  DivideBy(DataType::kInt32, i.data(), 2, 2);
+  EXPECT_EQ(i, (std::vector<int32_t>{3, -3}));  // truncates like TF
+  std::vector<int64_t> id(2);
+  FillIdentity(DataType::kInt64, ReduceOp::kMin, id.data(), 2);
+  EXPECT_EQ(id[0], INT64_MAX);
+  FillIdentity(DataType::kInt64, ReduceOp::kProduct, id.data(), 2);
+  EXPECT_EQ(id[1], 1);
+  std::vector<uint16_t> h(1);
+  FillIdentity(DataType::kFloat16, ReduceOp::kMax, h.data(), 1);
+  EXPECT_TRUE(std::isinf(HalfToFloat(h[0])) && HalfToFloat(h[0]) < 0);
+}
+
+Tensor T(int64_t count, DataType dt = DataType::kFloat32) {
+  static char dummy[8];
+  return Tensor{dummy, count, dt};
+}
+
+TEST(Packing, FollowsTfGroupBySize) {
+  // TF: a new pack starts once the current one is *larger* than bytes_per_pack.
+  std::vector<Tensor> ts{T(10), T(10), T(10), T(1), T(30)};  // 40, 40, 40, 4, 120 bytes
+  auto packs = PlanPacks(ts, 80);
+  ASSERT_EQ(packs.size(), 2u);
+  EXPECT_EQ(packs[0].tensors, (std::vector<size_t>{0, 1, 2}));  // 80 is not > 80, so the third joins
+  EXPECT_EQ(packs[0].bytes, 120u);
+  EXPECT_EQ(packs[1].tensors, (std::vector<size_t>{3, 4}));
+  auto one_each = PlanPacks(ts, 1);
+  EXPECT_EQ(one_each.size(), 5u);
+  auto huge = PlanPacks(ts, int64_t{1} << 40);
+  ASSERT_EQ(huge.size(), 1u);
+  EXPECT_EQ(huge[0].count, 61u);
+}
+
+TEST(Packing, DtypesNeverSharePackAndEmptyTensorsAreSkipped) {
+  std::vector<Tensor> ts{T(4), T(2, DataType::kInt64), T(0),
+                         T(4), T(3, DataType::kInt64), T(1, DataType::kFloat16)};
+  auto packs = PlanPacks(ts, int64_t{1} << 30);
+  ASSERT_EQ(packs.size(), 3u);
+  EXPECT_EQ(packs[0].dtype, DataType::kFloat32);
+  EXPECT_EQ(packs[0].tensors, (std::vector<size_t>{0, 3}));
+  EXPECT_EQ(packs[1].dtype, DataType::kInt64);
+  EXPECT_EQ(packs[1].tensors, (std::vector<size_t>{1, 4}));
+  EXPECT_EQ(packs[1].bytes, 40u);
+  EXPECT_EQ(packs[2].dtype, DataType::kFloat16);
+  EXPECT_TRUE(PlanPacks(std::vector<Tensor>{T(0)}, 100).empty());
+}
+
+TEST(Packing, AutoSizeIsBounded) {
+  EXPECT_EQ(AutoBytesPerPack(100, 2), kMinAutoPack);
+  EXPECT_EQ(AutoBytesPerPack(size_t{1} << 34, 2), kMaxAutoPack);
+  EXPECT_EQ(AutoBytesPerPack(size_t{32} << 20, 2), int64_t{8} << 20);
+}
+
+TEST(Algorithms, AutoPicksByMessageSize) {
+  EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 1024, 4), Algorithm::kRecursiveDoubling);
+  EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 64 << 20, 4), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(Implementation::kRing, 8, 4), Algorithm::kRing);
+}
+
+// Runs `fn(transport)` on n threads over one fabric.
+template <typename F>
+void OnFabric(int n, F fn) {
+  LocalFabric fabric(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      LocalTransport t(&fabric, r);
+      fn(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
+// Member r's element i: distinct small integers, so sums are exact.
+double Value(int r, size_t i) {
+  return static_cast<double>((i * 13 + static_cast<size_t>(r) * 7) % 11) - 5;
+}
+
+struct AlgoCase {
+  int n;
+  size_t count;
+  Algorithm algo;
+};
+
+class AllReduceOverLocal : public ::testing::TestWithParam<AlgoCase> {};
+
+TEST_P(AllReduceOverLocal, SumMinMaxAreExact) {
+  const auto c = GetParam();
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+    std::vector<std::vector<double>> results(c.n);
+    RingTuning tuning;
+    tuning.chunk_bytes = 64;  // many chunks even for small counts: exercises the pipeline
+    tuning.staging_chunks = 3;
+    OnFabric(c.n, [&](Transport& t) {
+      std::vector<double> v(c.count);
+      for (size_t i = 0; i < c.count; ++i) v[i] = Value(t.rank(), i);
+      Status s = AllReduce(t, c.algo, v.data(), c.count, DataType::kFloat64, op, tuning);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      results[t.rank()] = v;
+    });
+    for (size_t i = 0; i < c.count; ++i) {
+      double want = Value(0, i);
+      for (int r = 1; r < c.n; ++r) {
+        double x = Value(r, i);
+        want = op == ReduceOp::kSum ? want + x : op == ReduceOp::kMin ? std::min(want, x) : std::max(want, x);
+      }
+      for (int r = 0; r < c.n; ++r) ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+std::vector<AlgoCase> Cases() {
+  std::vector<AlgoCase> out;
+  for (int n = 1; n <= 5; ++n) {
+    for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{64}, size_t{1001}}) {
+      out.push_back({n, count, Algorithm::kRing});
+      out.push_back({n, count, Algorithm::kRecursiveDoubling});
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupsAndCounts, AllReduceOverLocal, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) {
+                           return "n" + std::to_string(info.param.n) + "_count" +
+                                  std::to_string(info.param.count) +
+                                  (info.param.algo == Algorithm::kRing ? "_ring" : "_rd");
+                         });
+
+TEST(Algorithms, BroadcastAndAllGatherOverLocal) {
+  for (int n = 1; n <= 5; ++n) {
+    for (int root = 0; root < n; ++root) {
+      std::vector<std::vector<int32_t>> got(n);
+      OnFabric(n, [&](Transport& t) {
+        std::vector<int32_t> v(9, t.rank() == root ? 42 + root : -1);
+        EXPECT_TRUE(BroadcastBytes(t, v.data(), v.size() * 4, root).ok());
+        got[t.rank()] = v;
+      });
+      for (int r = 0; r < n; ++r) EXPECT_EQ(got[r], std::vector<int32_t>(9, 42 + root)) << n << "/" << root;
+    }
+    std::vector<std::vector<int64_t>> gathered(n);
+    OnFabric(n, [&](Transport& t) {
+      std::vector<int64_t> out(static_cast<size_t>(3 * n), -1);
+      for (int k = 0; k < 3; ++k) out[static_cast<size_t>(t.rank() * 3 + k)] = t.rank() * 10 + k;
+      EXPECT_TRUE(RingAllGatherBytes(t, out.data(), 3 * 8).ok());
+      gathered[t.rank()] = out;
+    });
+    for (int r = 0; r < n; ++r) {
+      for (int b = 0; b < n; ++b) {
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(gathered[r][static_cast<size_t>(b * 3 + k)], b * 10 + k);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ringmaster::internal

@@ -1,0 +1,227 @@
+// Multi-process tests: ringmaster-worker processes on 127.0.0.1, as
+// `ringmaster run` starts them, including the SIGKILL and stall drills.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+using Clock = std::chrono::steady_clock;
+
+struct Proc {
+  pid_t pid = -1;
+  std::string log;
+  int status = -1;  // exit code, or 128 + signal
+  double exited_at = 0;
+};
+
+std::string TfConfig(const std::vector<std::string>& addrs, int rank) {
+  std::string chief = "\"chief\":[\"" + addrs[0] + "\"]";
+  std::string workers = "\"worker\":[";
+  for (size_t i = 1; i < addrs.size(); ++i) workers += (i > 1 ? ",\"" : "\"") + addrs[i] + "\"";
+  workers += "]";
+  std::string task = rank == 0 ? R"({"type":"chief","index":0})"
+                               : R"({"type":"worker","index":)" + std::to_string(rank - 1) + "}";
+  return "{\"cluster\":{" + chief + "," + workers + "},\"task\":" + task + ",\"environment\":\"cloud\"}";
+}
+
+Proc Spawn(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
+           const std::string& log) {
+  Proc p;
+  p.log = log;
+  p.pid = ::fork();
+  if (p.pid == 0) {
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      ::dup2(fileno(f), 1);
+      ::dup2(fileno(f), 2);
+    }
+    std::vector<char*> argv;
+    std::string bin = RINGMASTER_WORKER_PATH;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    ::_exit(127);
+  }
+  return p;
+}
+
+// Waits for all; kills what is still running after `limit` seconds.
+void WaitAll(std::vector<Proc>& ps, double limit, Clock::time_point start) {
+  size_t left = ps.size();
+  while (left > 0) {
+    for (auto& p : ps) {
+      if (p.status != -1) continue;
+      int st = 0;
+      pid_t r = ::waitpid(p.pid, &st, WNOHANG);
+      if (r == p.pid) {
+        p.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        p.exited_at = std::chrono::duration<double>(Clock::now() - start).count();
+        --left;
+      }
+    }
+    if (std::chrono::duration<double>(Clock::now() - start).count() > limit) {
+      for (auto& p : ps) {
+        if (p.status == -1) ::kill(p.pid, SIGKILL);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::vector<Proc> RunGroup(int n, const std::vector<std::vector<std::string>>& args,
+                           std::vector<std::pair<std::string, std::string>> env, double limit,
+                           const std::string& tag) {
+  std::vector<std::string> addrs;
+  for (int r = 0; r < n; ++r) addrs.push_back("127.0.0.1:" + std::to_string(FreePort()));
+  std::vector<Proc> ps;
+  auto start = Clock::now();
+  for (int r = 0; r < n; ++r) {
+    auto e = env;
+    e.push_back({"TF_CONFIG", TfConfig(addrs, r)});
+    e.push_back({"RINGMASTER_FORMATION_TIMEOUT_SECONDS", "60"});
+    std::string log = ::testing::TempDir() + "/rm_" + tag + "_" + std::to_string(::getpid()) + "_" +
+                      std::to_string(r) + ".log";
+    ps.push_back(Spawn(args[r], e, log));
+  }
+  WaitAll(ps, limit, start);
+  return ps;
+}
+
+TEST(WorkerProcess, ChiefAndWorkersVerifyEveryStep) {
+  std::vector<std::string> a = {"--model", "tiny", "--steps", "3"};
+  auto ps = RunGroup(3, {a, a, a}, {{"RINGMASTER_BYTES_PER_PACK", "4096"}}, 120, "ok");
+  for (auto& p : ps) {
+    std::string out = Slurp(p.log);
+    EXPECT_EQ(p.status, 0) << out;
+    EXPECT_NE(out.find("3 steps verified"), std::string::npos) << out;
+  }
+}
+
+TEST(WorkerProcess, EveryDtypeAndOpVerifies) {
+  for (const char* dt : {"float16", "bfloat16", "int64"}) {
+    for (const char* op : {"mean", "prod", "max"}) {
+      std::vector<std::string> a = {"--model", "5x1001", "--steps", "1",      "--dtype",
+                                    dt,        "--op",   op,        "--quiet"};
+      auto ps = RunGroup(2, {a, a}, {}, 120, std::string("dt_") + dt + op);
+      for (auto& p : ps) EXPECT_EQ(p.status, 0) << dt << " " << op << ": " << Slurp(p.log);
+    }
+  }
+}
+
+TEST(WorkerProcess, SigkilledMemberMakesSurvivorsReportUnavailableWithinFiveSeconds) {
+  std::vector<std::string> a = {"--model", "20x200000", "--steps", "4", "--quiet"};
+  std::vector<std::string> crash = a;
+  crash.insert(crash.end(), {"--crash-at-step", "1"});
+  auto ps = RunGroup(3, {a, crash, a}, {{"RINGMASTER_RESTART_COUNT", "0"}}, 120, "crash");
+  EXPECT_EQ(ps[1].status, 128 + SIGKILL) << Slurp(ps[1].log);
+  for (int r : {0, 2}) {
+    std::string out = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << out;
+    EXPECT_NE(out.find(": Unavailable:"), std::string::npos) << out;
+    EXPECT_EQ(out.find(": Aborted:"), std::string::npos) << out;
+    EXPECT_NE(out.find("/job:worker/task:0"), std::string::npos) << out;  // the dead task is named
+    EXPECT_LT(ps[r].exited_at - ps[1].exited_at, 5.0) << out;
+  }
+}
+
+TEST(WorkerProcess, CrashDrillOnlyOnFirstStart) {
+  std::vector<std::string> a = {"--model", "tiny", "--steps", "3", "--quiet"};
+  std::vector<std::string> crash = a;
+  crash.insert(crash.end(), {"--crash-at-step", "1"});
+  auto ps = RunGroup(2, {a, crash}, {{"RINGMASTER_RESTART_COUNT", "1"}}, 120, "restarted");
+  for (auto& p : ps) EXPECT_EQ(p.status, 0) << Slurp(p.log);
+}
+
+TEST(WorkerProcess, StalledMemberMakesOthersReportDeadlineExceeded) {
+  std::vector<std::string> a = {"--model", "tiny", "--steps", "4", "--quiet"};
+  std::vector<std::string> stall = a;
+  stall.insert(stall.end(), {"--stall-at-step", "2"});
+  auto ps = RunGroup(3, {a, a, stall}, {{"RINGMASTER_TIMEOUT_SECONDS", "2"}}, 60, "stall");
+  for (int r : {0, 1}) {
+    std::string out = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << out;
+    EXPECT_NE(out.find("DeadlineExceeded"), std::string::npos) << out;
+    EXPECT_LT(ps[r].exited_at, 30.0) << out;
+  }
+  // The stalled member learns of the abort and ends too (non-zero).
+  EXPECT_EQ(ps[2].status, 1) << Slurp(ps[2].log);
+}
+
+// A member that stops answering without closing anything (SIGSTOP, like a
+// lost host) is found by the heartbeats.
+TEST(WorkerProcess, FrozenMemberIsFoundByHeartbeats) {
+  std::vector<std::string> addrs;
+  for (int r = 0; r < 3; ++r) addrs.push_back("127.0.0.1:" + std::to_string(FreePort()));
+  std::vector<Proc> ps;
+  auto start = Clock::now();
+  for (int r = 0; r < 3; ++r) {
+    ps.push_back(Spawn({"--model", "tiny", "--steps", "100000000", "--quiet"},
+                       {{"TF_CONFIG", TfConfig(addrs, r)}, {"RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS", "3"}},
+                       ::testing::TempDir() + "/rm_frozen_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(r) + ".log"));
+  }
+  // Freeze worker 1 once the group has formed (each member prints its rank then).
+  for (int r = 0; r < 3; ++r) {
+    auto until = Clock::now() + std::chrono::seconds(60);
+    while (Slurp(ps[r].log).find(" of 3,") == std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(ps[2].pid, SIGSTOP);
+  std::vector<Proc> others{ps[0], ps[1]};
+  WaitAll(others, 60, start);
+  ::kill(ps[2].pid, SIGKILL);
+  std::vector<Proc> frozen{ps[2]};
+  WaitAll(frozen, 60, start);
+  for (auto& p : others) {
+    std::string out = Slurp(p.log);
+    EXPECT_EQ(p.status, 1) << out;
+    EXPECT_NE(out.find("Unavailable"), std::string::npos) << out;
+    EXPECT_NE(out.find("/job:worker/task:1 is unreachable: no heartbeat"), std::string::npos) << out;
+  }
+}
+
+TEST(WorkerProcess, MalformedTfConfigExitsTwo) {
+  Proc p =
+      Spawn({"--steps", "1"}, {{"TF_CONFIG", "{\"cluster\": [1,"}}, ::testing::TempDir() + "/rm_bad.log");
+  std::vector<Proc> ps{p};
+  WaitAll(ps, 30, Clock::now());
+  EXPECT_EQ(ps[0].status, 2) << Slurp(ps[0].log);
+  EXPECT_NE(Slurp(ps[0].log).find("InvalidArgument"), std::string::npos);
+}
+
+}  // namespace

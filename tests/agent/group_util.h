@@ -1,0 +1,75 @@
+// Test helpers: groups of Communicators on 127.0.0.1, one thread per member.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::testing {
+
+// A port the kernel just handed out (free at the time of the call).
+inline int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Settings for a chief + (n - 1) workers on fresh local ports.
+inline std::vector<CommunicatorSettings> LocalSettings(int n) {
+  CollectiveGroup group;
+  for (int r = 0; r < n; ++r) {
+    group.members.push_back(
+        {r == 0 ? "chief" : "worker", r == 0 ? 0 : r - 1, "127.0.0.1:" + std::to_string(FreePort())});
+  }
+  std::vector<CommunicatorSettings> out(n);
+  for (int r = 0; r < n; ++r) {
+    out[r].group = group;
+    out[r].group.rank = r;
+    out[r].formation_timeout_seconds = 30;
+    out[r].heartbeat_timeout_seconds = 10;
+  }
+  return out;
+}
+
+// Runs fn(rank) on n threads and joins them.
+inline void OnAll(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (auto& t : threads) t.join();
+}
+
+using Group = std::vector<std::unique_ptr<Communicator>>;
+
+// Forms a group (every member's Create runs concurrently); empty entries
+// mark members that failed, with their status in *errors.
+inline Group FormGroup(const std::vector<CommunicatorSettings>& settings,
+                       std::vector<Status>* errors = nullptr) {
+  const int n = static_cast<int>(settings.size());
+  Group g(n);
+  std::vector<Status> st(n);
+  OnAll(n, [&](int r) {
+    auto c = Communicator::Create(settings[r]);
+    if (c.ok())
+      g[r] = std::move(*c);
+    else
+      st[r] = c.status();
+  });
+  if (errors) *errors = st;
+  return g;
+}
+
+}  // namespace ringmaster::testing
