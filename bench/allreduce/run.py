@@ -145,11 +145,11 @@ def bench_tf(a, n):
 
 
 def bench_ringmaster(a, n, algo):
-    cmd = [str(a.ringmaster), "bench", "--ranks", str(n), "--algorithm", algo, "--format", "jsonl"] + size_args(a)
-    rows = run_group([cmd])
-    for r in rows:
-        r["peer"], r["algo"] = "ringmaster", algo
-    return rows
+    # `ringmaster bench` runs its ranks as threads of one process; the peers
+    # here are N processes each, so the comparison needs a process-per-rank
+    # mode with JSON output first.
+    raise NotImplementedError("Unimplemented: ringmaster has no process-per-rank benchmark mode yet "
+                              "(the side-by-side issue); see `ringmaster bench` for in-process figures")
 
 
 def busbw(row):
