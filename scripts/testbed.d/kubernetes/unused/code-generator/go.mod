@@ -1,0 +1,3 @@
+module k8s.io/code-generator
+
+go 1.24.0

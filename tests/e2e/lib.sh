@@ -1,0 +1,68 @@
+# shellcheck shell=bash disable=SC2034  # (TESTBED, REPO_ROOT: for the tests)
+# Helpers for the end-to-end tests (sourced, bash). Every wait is bounded;
+# every failed expectation exits non-zero with a message naming what failed.
+#
+# A test runs under `scripts/testbed exec`, so KUBECONFIG and PATH (the
+# pinned kubectl) are set. Each test works in a namespace of its own, which
+# it deletes when it exits.
+
+set -euo pipefail
+
+E2E_NAME=$(basename "$0" .sh)
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TESTBED="$REPO_ROOT/scripts/testbed"
+
+: "${KUBECONFIG:?KUBECONFIG is not set: run under 'scripts/testbed exec' or eval \"\$(scripts/testbed env)\"}"
+
+fail() { printf 'FAIL %s: %s\n' "$E2E_NAME" "$*" >&2; exit 1; }
+pass() { printf 'ok   %s: %s\n' "$E2E_NAME" "$*"; }
+note() { printf '     %s: %s\n' "$E2E_NAME" "$*"; }
+
+# k ARGS...: kubectl against the testbed, every request bounded.
+k() { kubectl --request-timeout=30s "$@"; }
+
+expect_eq() {  # WHAT ACTUAL EXPECTED
+  [ "$2" = "$3" ] || fail "$1: got '$2', want '$3'"
+}
+
+# wait_for SECONDS WHAT COMMAND...: poll until COMMAND succeeds.
+wait_for() {
+  local secs=$1 what=$2; shift 2
+  local end=$(( SECONDS + secs ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$end" ] || fail "timed out after ${secs}s waiting for $what"
+    sleep 0.25
+  done
+}
+
+# wait_jsonpath SECONDS RESOURCE JSONPATH WANT [kubectl args...]
+wait_jsonpath() {
+  local secs=$1 res=$2 jp=$3 want=$4; shift 4
+  local end=$(( SECONDS + secs )) got=""
+  while :; do
+    got=$(k get "$res" "$@" -o "jsonpath=$jp" 2>/dev/null) || true
+    [ "$got" = "$want" ] && return 0
+    [ "$SECONDS" -lt "$end" ] || fail "timed out after ${secs}s: $res $jp is '$got', want '$want'"
+    sleep 0.25
+  done
+}
+
+# on_exit COMMAND: run COMMAND (a string) when the test exits, keeping the
+# test's exit status.
+E2E_ON_EXIT=()
+on_exit() { E2E_ON_EXIT+=("$1"); }
+_e2e_exit() {
+  local rc=$? c
+  for c in "${E2E_ON_EXIT[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+  exit $rc
+}
+trap _e2e_exit EXIT
+
+# new_namespace: create this test's namespace (deleted on exit) and wait for
+# its default service account, which pods need. Sets NS.
+new_namespace() {
+  NS="e2e-${E2E_NAME//_/-}-$$"
+  k create namespace "$NS" >/dev/null || fail "cannot create namespace $NS"
+  on_exit 'kubectl --request-timeout=10s delete namespace "$NS" --wait=false'
+  wait_for 60 "the default service account in $NS" k -n "$NS" get serviceaccount default
+}
