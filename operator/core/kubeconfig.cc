@@ -1,0 +1,158 @@
+#include "kubeconfig.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace ringmaster::op {
+namespace {
+
+std::string Str(const YAML::Node& n, const char* key) {
+  if (!n || !n.IsMap() || !n[key] || !n[key].IsScalar()) return "";
+  return n[key].as<std::string>();
+}
+
+YAML::Node FindNamed(const YAML::Node& list, const std::string& name, const char* inner) {
+  if (!list || !list.IsSequence()) return YAML::Node();
+  for (const auto& item : list) {
+    if (item.IsMap() && Str(item, "name") == name) return item[inner];
+  }
+  return YAML::Node();
+}
+
+std::string Resolve(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return base_dir + "/" + path;
+}
+
+// "<field>-data" (base64) or "<field>" (a file path), whichever is there.
+StatusOr<std::string> DataOrFile(const YAML::Node& n, const std::string& field, const std::string& base_dir,
+                                 const ReadFileFn& read_file) {
+  const std::string data = Str(n, (field + "-data").c_str());
+  if (!data.empty()) {
+    auto decoded = Base64Decode(data);
+    if (!decoded.ok())
+      return InvalidArgumentError("kubeconfig " + field + "-data: " + decoded.status().message());
+    return decoded;
+  }
+  const std::string path = Str(n, field.c_str());
+  if (path.empty()) return std::string();
+  return read_file(Resolve(path, base_dir));
+}
+
+}  // namespace
+
+StatusOr<std::string> Base64Decode(const std::string& text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
+    int v = value(c);
+    if (v < 0) return InvalidArgumentError("invalid base64 character");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+StatusOr<ClusterConfig> ParseKubeconfig(const std::string& text, const std::string& context_name,
+                                        const std::string& base_dir, const ReadFileFn& read_file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(std::string("kubeconfig does not parse: ") + e.what());
+  }
+  if (!root.IsMap()) return InvalidArgumentError("kubeconfig is not a mapping");
+  std::string ctx_name = context_name.empty() ? Str(root, "current-context") : context_name;
+  if (ctx_name.empty()) return InvalidArgumentError("kubeconfig has no current-context");
+  YAML::Node ctx = FindNamed(root["contexts"], ctx_name, "context");
+  if (!ctx || !ctx.IsMap()) return NotFoundError("kubeconfig has no context '" + ctx_name + "'");
+  const std::string cluster_name = Str(ctx, "cluster");
+  const std::string user_name = Str(ctx, "user");
+  YAML::Node cluster = FindNamed(root["clusters"], cluster_name, "cluster");
+  if (!cluster || !cluster.IsMap()) return NotFoundError("kubeconfig has no cluster '" + cluster_name + "'");
+
+  ClusterConfig cfg;
+  cfg.namespace_ = Str(ctx, "namespace");
+  cfg.server = Str(cluster, "server");
+  if (cfg.server.empty())
+    return InvalidArgumentError("kubeconfig cluster '" + cluster_name + "' has no server");
+  while (!cfg.server.empty() && cfg.server.back() == '/') cfg.server.pop_back();
+  cfg.insecure_skip_tls_verify = Str(cluster, "insecure-skip-tls-verify") == "true";
+  auto ca = DataOrFile(cluster, "certificate-authority", base_dir, read_file);
+  if (!ca.ok()) return ca.status();
+  cfg.ca_pem = *ca;
+
+  YAML::Node user = FindNamed(root["users"], user_name, "user");
+  if (user && user.IsMap()) {
+    cfg.token = Str(user, "token");
+    const std::string token_file = Str(user, "tokenFile");
+    if (!token_file.empty()) cfg.token_file = Resolve(token_file, base_dir);
+    auto cert = DataOrFile(user, "client-certificate", base_dir, read_file);
+    if (!cert.ok()) return cert.status();
+    auto key = DataOrFile(user, "client-key", base_dir, read_file);
+    if (!key.ok()) return key.status();
+    cfg.client_cert_pem = *cert;
+    cfg.client_key_pem = *key;
+    if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty())
+      return InvalidArgumentError("kubeconfig user '" + user_name +
+                                  "' has a client certificate without a key, or a key without a certificate");
+  } else if (!user_name.empty()) {
+    return NotFoundError("kubeconfig has no user '" + user_name + "'");
+  }
+  return cfg;
+}
+
+StatusOr<ClusterConfig> InClusterConfig(const GetEnvFn& getenv_fn, const ReadFileFn& read_file,
+                                        const std::string& sa_dir) {
+  auto host = getenv_fn("KUBERNETES_SERVICE_HOST");
+  auto port = getenv_fn("KUBERNETES_SERVICE_PORT");
+  if (!host || host->empty() || !port || port->empty())
+    return FailedPreconditionError("not in a cluster: KUBERNETES_SERVICE_HOST/PORT are not set");
+  ClusterConfig cfg;
+  const bool ipv6 = host->find(':') != std::string::npos;
+  cfg.server = "https://" + (ipv6 ? "[" + *host + "]" : *host) + ":" + *port;
+  cfg.token_file = sa_dir + "/token";
+  auto token = read_file(cfg.token_file);
+  if (!token.ok()) return token.status();
+  cfg.token = *token;
+  auto ca = read_file(sa_dir + "/ca.crt");
+  if (!ca.ok()) return ca.status();
+  cfg.ca_pem = *ca;
+  if (auto ns = read_file(sa_dir + "/namespace"); ns.ok()) cfg.namespace_ = *ns;
+  while (!cfg.token.empty() && (cfg.token.back() == '\n' || cfg.token.back() == ' ')) cfg.token.pop_back();
+  while (!cfg.namespace_.empty() && cfg.namespace_.back() == '\n') cfg.namespace_.pop_back();
+  return cfg;
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("cannot read " + path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::optional<std::string> GetEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,34 @@
+// The names the operator writes into Kubernetes objects: labels, object
+// names and the API paths of the DistributedJob resource. One place, so the
+// pod builder, the informers and the tests agree.
+#pragma once
+
+#include <string>
+
+#include "ringmaster/job.h"
+#include "ringmaster/job_state.h"
+
+namespace ringmaster::op {
+
+inline constexpr char kLabelJobName[] = "ringmaster.io/job-name";
+inline constexpr char kLabelReplicaType[] = "ringmaster.io/replica-type";
+inline constexpr char kLabelReplicaIndex[] = "ringmaster.io/replica-index";
+
+inline constexpr char kGroup[] = "ringmaster.io";
+inline constexpr char kVersion[] = "v1alpha1";
+inline constexpr char kPlural[] = "distributedjobs";
+// The port's name in the Service and in a container that had none.
+inline constexpr char kPortName[] = "ringmaster";
+
+// "<job>-<type>-<index>": deterministic, so a lagging cache cannot make a
+// second pod for one replica (the API server answers AlreadyExists).
+inline std::string PodName(const std::string& job, const ReplicaKey& key) {
+  return job + "-" + key.Name();
+}
+
+// "namespace/name", the work queue's key.
+inline std::string ObjectKey(const std::string& ns, const std::string& name) {
+  return ns + "/" + name;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,63 @@
+#include "observe.h"
+
+#include <charconv>
+
+#include "names.h"
+
+namespace ringmaster::op {
+
+using nlohmann::json;
+
+std::optional<ReplicaObservation> ObservePod(const json& pod) {
+  if (!pod.is_object() || !pod.contains("metadata")) return std::nullopt;
+  const json& meta = pod["metadata"];
+  if (!meta.contains("labels") || !meta["labels"].is_object()) return std::nullopt;
+  const json& labels = meta["labels"];
+  auto type_it = labels.find(kLabelReplicaType);
+  auto index_it = labels.find(kLabelReplicaIndex);
+  if (type_it == labels.end() || index_it == labels.end() || !type_it->is_string() || !index_it->is_string())
+    return std::nullopt;
+  auto type = ParseReplicaType(type_it->get<std::string>());
+  const std::string index_text = index_it->get<std::string>();
+  int index = -1;
+  auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+  if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0)
+    return std::nullopt;
+
+  ReplicaObservation o;
+  o.key = {*type, index};
+  o.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  const json empty = json::object();
+  const json& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
+  const std::string phase = status.value("phase", "Pending");
+  if (phase == "Running") {
+    o.phase = ReplicaPhase::kRunning;
+  } else if (phase == "Succeeded") {
+    o.phase = ReplicaPhase::kSucceeded;
+  } else if (phase == "Failed") {
+    o.phase = ReplicaPhase::kFailed;
+  } else {
+    o.phase = ReplicaPhase::kPending;  // Pending, Unknown
+  }
+  std::optional<int> first_exit, first_nonzero;
+  if (auto it = status.find("containerStatuses"); it != status.end() && it->is_array()) {
+    for (const auto& cs : *it) {
+      if (!cs.is_object()) continue;
+      if (cs.contains("restartCount") && cs["restartCount"].is_number_integer())
+        o.restarts += cs["restartCount"].get<int>();
+      if (!cs.contains("state") || !cs["state"].is_object()) continue;
+      const json& state = cs["state"];
+      if (!state.contains("terminated") || !state["terminated"].is_object()) continue;
+      const json& term = state["terminated"];
+      if (!term.contains("exitCode") || !term["exitCode"].is_number_integer()) continue;
+      int code = term["exitCode"].get<int>();
+      if (!first_exit) first_exit = code;
+      if (code != 0 && !first_nonzero) first_nonzero = code;
+    }
+  }
+  o.exit_code = first_nonzero.value_or(first_exit.value_or(0));
+  if (o.phase == ReplicaPhase::kFailed && !first_nonzero && !first_exit) o.exit_code = 1;
+  return o;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,138 @@
+#include "pod_builder.h"
+
+#include "names.h"
+#include "ringmaster/tf_config_gen.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+std::string PodRestartPolicy(RestartPolicy p) {
+  switch (p) {
+    case RestartPolicy::kNever:
+    case RestartPolicy::kExitCode:  // the kubelet must not restart: we look at the code
+      return "Never";
+    case RestartPolicy::kOnFailure:
+      return "OnFailure";
+    case RestartPolicy::kAlways:
+      return "Always";
+  }
+  return "Never";
+}
+
+bool HasEnv(const json& env, const std::string& name) {
+  for (const auto& e : env) {
+    if (e.is_object() && e.value("name", "") == name) return true;
+  }
+  return false;
+}
+
+bool HasPort(const json& containers, int port) {
+  for (const auto& c : containers) {
+    if (!c.is_object() || !c.contains("ports") || !c["ports"].is_array()) continue;
+    for (const auto& p : c["ports"]) {
+      if (p.is_object() && p.value("containerPort", 0) == port) return true;
+    }
+  }
+  return false;
+}
+
+json JobLabels(const DistributedJob& job) {
+  return {{kLabelJobName, job.name}};
+}
+
+}  // namespace
+
+std::string JobNamespace(const DistributedJob& job) {
+  return job.namespace_.empty() ? "default" : job.namespace_;
+}
+
+json OwnerReference(const DistributedJob& job) {
+  std::string uid;
+  if (auto it = job.metadata.find("uid"); it != job.metadata.end() && it->is_string()) uid = *it;
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},
+          {"name", job.name},          {"uid", uid},
+          {"controller", true},        {"blockOwnerDeletion", true}};
+}
+
+StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts) {
+  const ReplicaSpec* spec = job.Find(key.type);
+  if (!spec || key.index < 0 || key.index >= spec->replicas) {
+    return InvalidArgumentError("job " + job.name + " has no replica " + key.Name());
+  }
+  const std::string ns = JobNamespace(job);
+  TfConfigOptions tf_opts;
+  tf_opts.namespace_ = ns;
+  tf_opts.cluster_domain = opts.cluster_domain;
+  auto tf_config = GenerateTfConfig(job, key.type, key.index, tf_opts);
+  if (!tf_config.ok()) return tf_config.status();
+
+  BuiltPod out;
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  const json& tmpl = spec->pod_template;
+  json meta = tmpl.is_object() && tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"]
+                                                                                            : json::object();
+  meta["name"] = PodName(job.name, key);
+  meta["namespace"] = ns;
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
+  meta["labels"][kLabelJobName] = job.name;
+  meta["labels"][kLabelReplicaType] = std::string(ReplicaTypeLower(key.type));
+  meta["labels"][kLabelReplicaIndex] = std::to_string(key.index);
+  meta["ownerReferences"] = json::array({OwnerReference(job)});
+  pod["metadata"] = std::move(meta);
+
+  json podspec =
+      tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
+  podspec["hostname"] = PodName(job.name, key);
+  podspec["subdomain"] = job.name;
+  podspec["restartPolicy"] = PodRestartPolicy(spec->restart_policy);
+  if (!podspec.contains("containers") || !podspec["containers"].is_array())
+    podspec["containers"] = json::array();
+  json& containers = podspec["containers"];
+  const auto comm_env = job.communication.ToEnv();
+  for (auto& c : containers) {
+    if (!c.is_object()) continue;
+    if (!c.contains("env") || !c["env"].is_array()) c["env"] = json::array();
+    json& env = c["env"];
+    const std::string cname = c.value("name", "");
+    if (HasEnv(env, "TF_CONFIG")) {
+      out.events.push_back({true, "TfConfigKept",
+                            "container " + cname + " of pod " + PodName(job.name, key) +
+                                " sets its own TF_CONFIG; it is kept and the generated one is not injected"});
+    } else {
+      env.push_back({{"name", "TF_CONFIG"}, {"value", *tf_config}});
+    }
+    for (const auto& [name, value] : comm_env) {
+      if (!HasEnv(env, name)) env.push_back({{"name", name}, {"value", value}});
+    }
+  }
+  if (!containers.empty() && containers[0].is_object() && !HasPort(containers, job.port)) {
+    json& c0 = containers[0];
+    if (!c0.contains("ports") || !c0["ports"].is_array()) c0["ports"] = json::array();
+    c0["ports"].push_back({{"name", kPortName}, {"containerPort", job.port}, {"protocol", "TCP"}});
+  }
+  pod["spec"] = std::move(podspec);
+  out.pod = std::move(pod);
+  return out;
+}
+
+json BuildService(const DistributedJob& job) {
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "Service"},
+      {"metadata",
+       {{"name", job.name},
+        {"namespace", JobNamespace(job)},
+        {"labels", JobLabels(job)},
+        {"ownerReferences", json::array({OwnerReference(job)})}}},
+      {"spec",
+       {{"clusterIP", "None"},
+        {"publishNotReadyAddresses", true},
+        {"selector", JobLabels(job)},
+        {"ports",
+         json::array(
+             {{{"name", kPortName}, {"port", job.port}, {"targetPort", job.port}, {"protocol", "TCP"}}})}}}};
+}
+
+}  // namespace ringmaster::op

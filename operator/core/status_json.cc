@@ -1,0 +1,95 @@
+#include "status_json.h"
+
+#include "time_util.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ConditionType> ParseConditionType(const std::string& s) {
+  for (ConditionType t : {ConditionType::kCreated, ConditionType::kRunning, ConditionType::kRestarting,
+                          ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended}) {
+    if (ConditionTypeName(t) == s) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> TimeField(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return std::nullopt;
+  return ParseRfc3339(it->get<std::string>());
+}
+
+int IntField(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+}  // namespace
+
+std::string StateOf(const JobStatus& s) {
+  for (ConditionType t : {ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended,
+                          ConditionType::kRestarting, ConditionType::kRunning, ConditionType::kCreated}) {
+    if (s.Is(t)) return std::string(ConditionTypeName(t));
+  }
+  return "";
+}
+
+json StatusToJson(const JobStatus& s, int64_t observed_generation) {
+  json out = json::object();
+  json conditions = json::array();
+  for (const auto& c : s.conditions) {
+    conditions.push_back({{"type", ConditionTypeName(c.type)},
+                          {"status", c.status ? "True" : "False"},
+                          {"reason", c.reason},
+                          {"message", c.message},
+                          {"lastTransitionTime", FormatRfc3339(c.last_transition_time)}});
+  }
+  out["conditions"] = std::move(conditions);
+  json replicas = json::object();
+  for (const auto& [type, counts] : s.replica_statuses) {
+    replicas[std::string(ReplicaTypeName(type))] = {
+        {"active", counts.active}, {"succeeded", counts.succeeded}, {"failed", counts.failed}};
+  }
+  out["replicaStatuses"] = std::move(replicas);
+  if (s.start_time) out["startTime"] = FormatRfc3339(*s.start_time);
+  if (s.completion_time) out["completionTime"] = FormatRfc3339(*s.completion_time);
+  out["restartCount"] = s.restart_count;
+  out["observedGeneration"] = observed_generation;
+  out["state"] = StateOf(s);
+  return out;
+}
+
+JobStatus StatusFromJson(const json& in) {
+  JobStatus s;
+  if (!in.is_object()) return s;
+  if (auto it = in.find("conditions"); it != in.end() && it->is_array()) {
+    for (const auto& c : *it) {
+      if (!c.is_object() || !c.contains("type") || !c["type"].is_string()) continue;
+      auto type = ParseConditionType(c["type"].get<std::string>());
+      if (!type) continue;
+      Condition cond;
+      cond.type = *type;
+      cond.status = c.value("status", "") == "True";
+      cond.reason = c.value("reason", "");
+      cond.message = c.value("message", "");
+      cond.last_transition_time = TimeField(c, "lastTransitionTime").value_or(0);
+      s.conditions.push_back(std::move(cond));
+    }
+  }
+  if (auto it = in.find("replicaStatuses"); it != in.end() && it->is_object()) {
+    for (const auto& [name, counts] : it->items()) {
+      auto type = ParseReplicaType(name);
+      if (!type || !counts.is_object()) continue;
+      s.replica_statuses[*type] = {IntField(counts, "active"), IntField(counts, "succeeded"),
+                                   IntField(counts, "failed")};
+    }
+  }
+  s.start_time = TimeField(in, "startTime");
+  s.completion_time = TimeField(in, "completionTime");
+  s.restart_count = IntField(in, "restartCount");
+  return s;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,47 @@
+#include "watch_event.h"
+
+namespace ringmaster::op {
+
+using nlohmann::json;
+
+bool IsGoneStatus(const json& body) {
+  if (!body.is_object() || body.value("kind", "") != "Status") return false;
+  return body.value("code", 0) == 410 || body.value("reason", "") == "Expired" ||
+         body.value("reason", "") == "Gone";
+}
+
+StatusOr<WatchEvent> DecodeWatchEvent(std::string_view line) {
+  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("watch event is not a JSON object");
+  auto type = j.find("type");
+  auto object = j.find("object");
+  if (type == j.end() || !type->is_string() || object == j.end() || !object->is_object())
+    return InvalidArgumentError("watch event needs 'type' and 'object'");
+  WatchEvent ev;
+  const std::string t = *type;
+  if (t == "ADDED") {
+    ev.type = WatchEventType::kAdded;
+  } else if (t == "MODIFIED") {
+    ev.type = WatchEventType::kModified;
+  } else if (t == "DELETED") {
+    ev.type = WatchEventType::kDeleted;
+  } else if (t == "BOOKMARK") {
+    ev.type = WatchEventType::kBookmark;
+  } else if (t == "ERROR") {
+    ev.type = WatchEventType::kError;
+  } else {
+    return InvalidArgumentError("unknown watch event type '" + t + "'");
+  }
+  ev.object = std::move(*object);
+  if (ev.type == WatchEventType::kError) {
+    ev.gone = IsGoneStatus(ev.object);
+    ev.error_message = ev.object.value("message", "watch error");
+    return ev;
+  }
+  if (ev.object.contains("metadata") && ev.object["metadata"].is_object()) {
+    ev.resource_version = ev.object["metadata"].value("resourceVersion", "");
+  }
+  return ev;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,315 @@
+#include "controller.h"
+
+#include <chrono>
+
+#include "log.h"
+#include "names.h"
+#include "reconcile.h"
+#include "status_json.h"
+#include "time_util.h"
+
+namespace ringmaster::op {
+
+using nlohmann::json;
+
+namespace {
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Meta(const json& obj, const char* field) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
+  auto it = obj["metadata"].find(field);
+  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string JobKeyOfChild(const json& obj) {
+  if (!obj.contains("metadata") || !obj["metadata"].contains("labels")) return "";
+  auto it = obj["metadata"]["labels"].find(kLabelJobName);
+  if (it == obj["metadata"]["labels"].end() || !it->is_string()) return "";
+  return ObjectKey(Meta(obj, "namespace"), *it);
+}
+
+std::string Prefix(const std::string& ns) {
+  return ns.empty() ? "" : "/namespaces/" + ns;
+}
+
+}  // namespace
+
+Controller::Controller(KubeClient& client, KubeClient& events, Metrics& metrics, ControllerOptions options)
+    : client_(client), recorder_(events), metrics_(metrics), options_(std::move(options)) {
+  if (options_.namespaces.empty()) options_.namespaces.push_back("");
+  if (options_.workers < 1) options_.workers = 1;
+  metrics_.DeclareCounter("ringmaster_reconciles_total", "Reconciles of DistributedJobs.");
+  metrics_.DeclareCounter("ringmaster_reconcile_errors_total", "Reconciles that failed and were retried.");
+  metrics_.DeclareHistogram("ringmaster_reconcile_duration_seconds", "Time to reconcile one job.",
+                            {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
+  metrics_.DeclareGauge("ringmaster_workqueue_depth", "Jobs waiting in the work queue.");
+  metrics_.DeclareGauge("ringmaster_jobs", "DistributedJobs by their current condition.");
+  metrics_.DeclareCounter("ringmaster_pods_created_total", "Pods created.");
+  metrics_.DeclareCounter("ringmaster_pods_deleted_total", "Pods deleted.");
+}
+
+Controller::~Controller() {
+  Stop();
+}
+
+std::string Controller::JobsPath(const std::string& ns) const {
+  return std::string("/apis/") + kGroup + "/" + kVersion + Prefix(ns) + "/" + kPlural;
+}
+
+void Controller::Start() {
+  for (const auto& ns : options_.namespaces) {
+    job_informers_.push_back(std::make_unique<Informer>(
+        client_, "distributedjobs" + (ns.empty() ? "" : "/" + ns), JobsPath(ns), "",
+        [this](WatchEventType type, const json& obj, const json*) {
+          const std::string key = ObjectKey(Meta(obj, "namespace"), Meta(obj, "name"));
+          if (type == WatchEventType::kDeleted) expectations_.Forget(key);
+          queue_.Add(key);
+        }));
+    pod_informers_.push_back(std::make_unique<Informer>(
+        client_, "pods" + (ns.empty() ? "" : "/" + ns), "/api/v1" + Prefix(ns) + "/pods", kLabelJobName,
+        [this](WatchEventType type, const json& obj, const json* old) { OnPod(type, obj, old); }, TrimPod));
+    service_informers_.push_back(std::make_unique<Informer>(
+        client_, "services" + (ns.empty() ? "" : "/" + ns), "/api/v1" + Prefix(ns) + "/services",
+        kLabelJobName, [this](WatchEventType, const json& obj, const json*) {
+          const std::string key = JobKeyOfChild(obj);
+          if (!key.empty()) queue_.Add(key);
+        }));
+  }
+  for (auto* list : {&job_informers_, &pod_informers_, &service_informers_}) {
+    for (auto& inf : *list) inf->Start();
+  }
+  recorder_.Start();
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { Worker(); });
+  threads_.emplace_back([this] { Resync(); });
+}
+
+void Controller::Stop() {
+  if (stop_.exchange(true)) return;
+  queue_.ShutDown();
+  for (auto* list : {&job_informers_, &pod_informers_, &service_informers_}) {
+    for (auto& inf : *list) inf->Stop();
+  }
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  recorder_.Stop();
+}
+
+bool Controller::Synced() const {
+  for (const auto* list : {&job_informers_, &pod_informers_, &service_informers_}) {
+    for (const auto& inf : *list) {
+      if (!inf->HasSynced()) return false;
+    }
+  }
+  return !job_informers_.empty();
+}
+
+void Controller::OnPod(WatchEventType type, const json& pod, const json* old) {
+  const std::string key = JobKeyOfChild(pod);
+  if (key.empty()) return;
+  const std::string name = Meta(pod, "name");
+  if (type == WatchEventType::kDeleted) {
+    expectations_.ObservedDelete(key, name);
+    expectations_.ObservedCreate(key, name);
+  } else {
+    expectations_.ObservedCreate(key, name);
+    if (pod["metadata"].contains("deletionTimestamp")) expectations_.ObservedDelete(key, name);
+  }
+  (void)old;
+  queue_.Add(key);
+}
+
+void Controller::Resync() {
+  auto last = std::chrono::steady_clock::now();
+  int ticks = 0;
+  while (!stop_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    metrics_.Set("ringmaster_workqueue_depth", static_cast<double>(queue_.Len()));
+    if (++ticks % 10 == 0) UpdateJobGauge();  // every 2 s
+    if (std::chrono::steady_clock::now() - last < options_.resync) continue;
+    last = std::chrono::steady_clock::now();
+    for (auto& inf : job_informers_) {
+      inf->ForEach(
+          [this](const json& job) { queue_.Add(ObjectKey(Meta(job, "namespace"), Meta(job, "name"))); });
+    }
+  }
+}
+
+void Controller::UpdateJobGauge() {
+  std::map<std::string, double> by_state;
+  for (const char* s : {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"})
+    by_state[std::string("condition=\"") + s + "\""] = 0;
+  for (auto& inf : job_informers_) {
+    inf->ForEach([&](const json& job) {
+      std::string state;
+      if (job.contains("status") && job["status"].is_object()) state = job["status"].value("state", "");
+      if (state.empty()) state = "Created";
+      by_state["condition=\"" + EscapeLabelValue(state) + "\""] += 1;
+    });
+  }
+  metrics_.SetAll("ringmaster_jobs", by_state);
+}
+
+void Controller::Worker() {
+  while (!stop_) {
+    auto key = queue_.Get(std::chrono::milliseconds(500));
+    if (!key) continue;
+    const auto start = std::chrono::steady_clock::now();
+    Status st = Sync(*key);
+    metrics_.Add("ringmaster_reconciles_total", 1);
+    metrics_.Observe("ringmaster_reconcile_duration_seconds",
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!st.ok()) {
+      metrics_.Add("ringmaster_reconcile_errors_total", 1);
+      if (st.code() != StatusCode::kAborted)
+        LogWarning("reconcile failed; retrying", {{"job", *key}, {"error", st.ToString()}});
+      queue_.AddRateLimited(*key);
+    } else {
+      queue_.Forget(*key);
+    }
+    queue_.Done(*key);
+  }
+}
+
+Status Controller::Sync(const std::string& key) {
+  const auto slash = key.find('/');
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  std::optional<json> job;
+  size_t idx = 0;
+  for (size_t i = 0; i < job_informers_.size(); ++i) {
+    job = job_informers_[i]->Get(key);
+    if (job) {
+      idx = i;
+      break;
+    }
+  }
+  if (!job) {
+    expectations_.Forget(key);
+    return OkStatus();
+  }
+  if (job->contains("metadata") && (*job)["metadata"].contains("deletionTimestamp")) return OkStatus();
+  const std::vector<json> pods = pod_informers_[idx]->ByJob(key);
+  std::optional<json> service = service_informers_[idx]->Get(key);
+  const int64_t now = NowSeconds();
+  Plan plan =
+      PlanJob(*job, pods, service ? &*service : nullptr, expectations_.Get(key, now), now, options_.build);
+
+  if (plan.status) {
+    json updated = *job;
+    updated["status"] = *plan.status;
+    auto resp = client_.Request("PUT", JobsPath(ns) + "/" + name + "/status", &updated);
+    if (!resp.ok()) return resp.status();
+    if (resp->code == 409) return AbortedError("status of " + key + " changed meanwhile (409)");
+    if (resp->code == 404) return OkStatus();
+    if (!resp->ok()) return UnavailableError("status update of " + key + ": " + resp->Message());
+    job_informers_[idx]->Upsert(resp->body);
+    LogInfo("status", {{"job", key}, {"state", plan.state}});
+  }
+  for (const auto& e : plan.events) RecordEvent(*job, e.warning, e.reason, e.message);
+  bool requeue = false;
+  Execute(key, *job, plan, &requeue);
+  if (plan.requeue_after_seconds)
+    queue_.AddAfter(key, std::chrono::milliseconds(*plan.requeue_after_seconds * 1000 + 200));
+  if (requeue) return UnavailableError("some API calls for " + key + " failed");
+  return OkStatus();
+}
+
+void Controller::Execute(const std::string& key, const json& job, const Plan& plan, bool* requeue) {
+  const std::string ns = Meta(job, "namespace");
+  const int64_t now = NowSeconds();
+  // One event per kind of change and reconcile ("created pods: a, b"), not
+  // one per pod: fewer API calls, the same story in `kubectl describe`.
+  std::vector<std::string> created, deleted, restarted;
+  // The job's pods are created concurrently (a job's replicas start
+  // together anyway); the QPS limiter still paces them.
+  std::vector<const ApiAction*> pod_creates;
+  std::vector<KubeClient::Call> calls;
+  const std::string pods_path = "/api/v1/namespaces/" + ns + "/pods";
+  for (const ApiAction& a : plan.actions) {
+    if (a.kind != ApiActionKind::kCreatePod) continue;
+    expectations_.ExpectCreate(key, a.name, now);
+    pod_creates.push_back(&a);
+    calls.push_back({"POST", pods_path, &a.object});
+  }
+  bool service_failed = false;
+  for (const ApiAction& a : plan.actions) {
+    if (a.kind != ApiActionKind::kCreateService) continue;
+    auto resp = client_.Request("POST", "/api/v1/namespaces/" + ns + "/services", &a.object);
+    if (!resp.ok() || (!resp->ok() && resp->code != 409)) {
+      service_failed = true;
+      LogWarning("service create failed",
+                 {{"job", key}, {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
+    } else if (resp->ok()) {
+      RecordEvent(job, false, a.reason, "created headless Service " + a.name);
+    }
+  }
+  if (service_failed) *requeue = true;
+  const auto answers = client_.RequestAll(calls);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const auto& resp = answers[i];
+    const std::string& name = pod_creates[i]->name;
+    if (resp.ok()) {
+      metrics_.Add("ringmaster_pods_created_total", 1);
+      created.push_back(name);
+    } else if (resp.code == 409) {
+      // AlreadyExists: the cache lags; the pod will show up.
+    } else {
+      expectations_.Cancel(key, name);
+      *requeue = true;
+      RecordEvent(job, true, "FailedCreatePod", "creating pod " + name + ": " + resp.Message());
+    }
+  }
+  for (const ApiAction& a : plan.actions) {
+    switch (a.kind) {
+      case ApiActionKind::kCreateService:
+        break;  // above
+      case ApiActionKind::kCreatePod:
+        break;  // below, all at once
+      case ApiActionKind::kDeletePod: {
+        expectations_.ExpectDelete(key, a.name, now);
+        auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);
+        if (resp.ok() && resp->ok()) {
+          metrics_.Add("ringmaster_pods_deleted_total", 1);
+          (a.reason == "RestartingPod" ? restarted : deleted).push_back(a.name);
+        } else if (resp.ok() && resp->code == 404) {
+          expectations_.ObservedDelete(key, a.name);
+        } else {
+          expectations_.Cancel(key, a.name);
+          *requeue = true;
+        }
+        break;
+      }
+      case ApiActionKind::kDeleteJob: {
+        json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+        auto resp = client_.Request("DELETE", JobsPath(ns) + "/" + a.name, &opts);
+        if (!resp.ok() || (!resp->ok() && resp->code != 404))
+          *requeue = true;
+        else
+          LogInfo("deleted job after ttlSecondsAfterFinished", {{"job", key}});
+        break;
+      }
+    }
+  }
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  if (!created.empty()) RecordEvent(job, false, "SuccessfulCreatePod", "created pods: " + join(created));
+  if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
+  if (!restarted.empty())
+    RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+}
+
+void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,
+                             const std::string& message) {
+  recorder_.Record(job, std::string(kGroup) + "/" + kVersion, "DistributedJob", warning, reason, message);
+  (warning ? LogWarning : LogInfo)(
+      message, {{"job", ObjectKey(Meta(job, "namespace"), Meta(job, "name"))}, {"reason", reason}});
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,63 @@
+// The imperative shell around PlanJob: informers feed a work queue keyed by
+// "namespace/name"; workers read the caches, ask the pure planner what to do,
+// write the status (with the resourceVersion: a 409 requeues before any other
+// action, so nothing is decided twice on a stale status), then create and
+// delete pods, and record Kubernetes Events.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client.h"
+#include "events.h"
+#include "expectations.h"
+#include "informer.h"
+#include "metrics.h"
+#include "pod_builder.h"
+#include "work_queue.h"
+
+namespace ringmaster::op {
+
+struct ControllerOptions {
+  std::vector<std::string> namespaces;  // empty: all
+  int workers = 4;
+  std::chrono::seconds resync{300};
+  BuildOptions build;
+};
+
+class Controller {
+ public:
+  // Events go through `events`, which has a rate budget of its own.
+  Controller(KubeClient& client, KubeClient& events, Metrics& metrics, ControllerOptions options);
+  ~Controller();
+
+  void Start();  // informers and workers
+  void Stop();   // drains nothing: in-flight reconciles finish, then threads join
+  bool Synced() const;
+
+ private:
+  void Worker();
+  Status Sync(const std::string& key);
+  void Execute(const std::string& key, const nlohmann::json& job, const struct Plan& plan, bool* requeue);
+  void RecordEvent(const nlohmann::json& job, bool warning, const std::string& reason,
+                   const std::string& message);
+  void OnPod(WatchEventType type, const nlohmann::json& pod, const nlohmann::json* old);
+  void Resync();
+  void UpdateJobGauge();
+  std::string JobsPath(const std::string& ns) const;
+
+  KubeClient& client_;
+  EventRecorder recorder_;
+  Metrics& metrics_;
+  ControllerOptions options_;
+  WorkQueue queue_;
+  Expectations expectations_;
+  std::vector<std::unique_ptr<Informer>> job_informers_, pod_informers_, service_informers_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace ringmaster::op

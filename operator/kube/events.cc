@@ -1,0 +1,97 @@
+#include "events.h"
+
+#include "log.h"
+#include "time_util.h"
+
+namespace ringmaster::op {
+
+using nlohmann::json;
+
+namespace {
+std::string Meta(const json& obj, const char* field) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
+  auto it = obj["metadata"].find(field);
+  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
+}
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+EventRecorder::EventRecorder(KubeClient& client, size_t capacity) : client_(client), capacity_(capacity) {}
+
+EventRecorder::~EventRecorder() {
+  Stop(std::chrono::milliseconds(0));
+}
+
+void EventRecorder::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void EventRecorder::Stop(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stop_) {
+      stop_ = true;
+      stop_by_ = std::chrono::steady_clock::now() + grace;
+    }
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
+                           bool warning, const std::string& reason, const std::string& message) {
+  const std::string ns = Meta(involved, "namespace");
+  const int64_t now = NowSeconds();
+  const std::string ts = FormatRfc3339(now);
+  json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata",
+              {{"name", Meta(involved, "name") + "." + std::to_string(now) + "." + std::to_string(seq_++)},
+               {"namespace", ns}}},
+             {"involvedObject",
+              {{"apiVersion", api_version},
+               {"kind", kind},
+               {"name", Meta(involved, "name")},
+               {"namespace", ns},
+               {"uid", Meta(involved, "uid")},
+               {"resourceVersion", Meta(involved, "resourceVersion")}}},
+             {"reason", reason},
+             {"message", message},
+             {"type", warning ? "Warning" : "Normal"},
+             {"source", {{"component", "ringmaster-operator"}}},
+             {"firstTimestamp", ts},
+             {"lastTimestamp", ts},
+             {"count", 1}};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_ || queue_.size() >= capacity_) {
+    ++dropped_;
+    LogWarning("event dropped: queue full", {{"reason", reason}});
+    return;
+  }
+  queue_.push_back(std::move(ev));
+  cv_.notify_one();
+}
+
+void EventRecorder::Run() {
+  while (true) {
+    json ev;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty() || (stop_ && std::chrono::steady_clock::now() >= stop_by_)) return;
+      ev = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    const std::string ns = ev["metadata"]["namespace"];
+    auto resp = client_.Request("POST", "/api/v1/namespaces/" + ns + "/events", &ev);
+    if (!resp.ok() || !resp->ok()) {
+      LogWarning("event not recorded", {{"reason", ev["reason"]},
+                                        {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
+    }
+  }
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,43 @@
+// Kubernetes Events, sent off the reconcile path: Record() only queues (a
+// bounded queue; when it is full the event is dropped and logged), and one
+// thread posts them through a client of its own, so events never use the
+// rate budget that pod creation needs (as controller-runtime's recorder).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "client.h"
+
+namespace ringmaster::op {
+
+class EventRecorder {
+ public:
+  EventRecorder(KubeClient& client, size_t capacity = 1000);
+  ~EventRecorder();
+  void Start();
+  // Sends what is queued for up to `grace`, then stops.
+  void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
+  // `involved` is the object the event is about (its apiVersion is given).
+  void Record(const nlohmann::json& involved, const std::string& api_version, const std::string& kind,
+              bool warning, const std::string& reason, const std::string& message);
+  uint64_t dropped() const { return dropped_; }
+
+ private:
+  void Run();
+  KubeClient& client_;
+  size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<nlohmann::json> queue_;
+  bool stop_ = false;
+  std::chrono::steady_clock::time_point stop_by_{};
+  std::atomic<uint64_t> dropped_{0}, seq_{0};
+  std::thread thread_;
+};
+
+}  // namespace ringmaster::op

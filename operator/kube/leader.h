@@ -1,0 +1,55 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go does it:
+// take the lease when it is free or has not been renewed for its duration
+// (measured on our clock from when we last saw it change, so clocks need not
+// agree), renew it every retry period, and give up leadership when renewing
+// has failed for the renew deadline. Release() frees the lease on shutdown
+// so a standby takes over at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "client.h"
+
+namespace ringmaster::op {
+
+struct LeaderOptions {
+  std::string namespace_ = "ringmaster-system";
+  std::string name = "ringmaster-operator";
+  std::string identity;
+  std::chrono::seconds lease_duration{15};
+  std::chrono::seconds renew_deadline{10};
+  std::chrono::seconds retry_period{2};
+};
+
+class LeaderElector {
+ public:
+  LeaderElector(KubeClient& client, LeaderOptions options);
+
+  // Blocks until this process leads (true) or `stop` is set (false).
+  bool Acquire(const std::atomic<bool>& stop);
+  // Blocks renewing until leadership is lost (false) or `stop` is set (true).
+  bool Renew(const std::atomic<bool>& stop);
+  // Frees the lease if we hold it (bounded by the client's timeout).
+  void Release();
+  bool leading() const { return leading_; }
+
+ private:
+  // One attempt to take or renew; true when we hold the lease afterwards.
+  bool TryAcquireOrRenew();
+  std::string Path() const;
+
+  KubeClient& client_;
+  LeaderOptions options_;
+  std::atomic<bool> leading_{false};
+  std::string observed_record_;  // holder + renewTime, as last seen
+  std::chrono::steady_clock::time_point observed_at_{};
+};
+
+// MicroTime: "2026-01-02T03:04:05.123456Z".
+std::string FormatMicroTime(std::chrono::system_clock::time_point t);
+
+}  // namespace ringmaster::op

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# helm lint is clean, and helm install creates the operator's objects; its
+# pods are scheduled onto kwok nodes and Running (the image is never pulled
+# there: the operator under test runs on the host).
+. "$(dirname "$0")/lib_operator.sh"
+setup
+HELM="$("$TESTBED" bin-dir helm)/helm"
+[ -x "$HELM" ] || fail "no helm at $HELM (scripts/testbed build helm)"
+"$HELM" lint "$REPO_ROOT/charts/ringmaster" >"$LOGDIR/lint.log" 2>&1 || { cat "$LOGDIR/lint.log" >&2; fail "helm lint"; }
+grep -q "0 chart(s) failed" "$LOGDIR/lint.log" || fail "helm lint: $(cat "$LOGDIR/lint.log")"
+pass "helm lint"
+
+# kwok's fake nodes carry a taint: tolerate it so the pods land there.
+"$HELM" install rm "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \
+  --set 'tolerations[0].operator=Exists' --set "watchNamespaces={$NS}" \
+  --set metrics.serviceMonitor.enabled=false >"$LOGDIR/install.log" 2>&1 ||
+  { cat "$LOGDIR/install.log" >&2; fail "helm install"; }
+k -n "$NS" get deployment rm-ringmaster >/dev/null || fail "no Deployment"
+k -n "$NS" get serviceaccount rm-ringmaster >/dev/null || fail "no ServiceAccount"
+k -n "$NS" get role rm-ringmaster rm-ringmaster-leader-election >/dev/null || fail "no Roles"
+k -n "$NS" get rolebinding rm-ringmaster rm-ringmaster-leader-election >/dev/null || fail "no RoleBindings"
+k -n "$NS" get service rm-ringmaster-metrics >/dev/null || fail "no metrics Service"
+k get crd distributedjobs.ringmaster.io >/dev/null || fail "no CRD"
+wait_for 120 "2 operator pods Running" bash -c \
+  "[ \$(kubectl -n $NS get pods -l app.kubernetes.io/name=ringmaster-operator --field-selector=status.phase=Running -o name | wc -l) = 2 ]"
+node=$(k -n "$NS" get pods -l app.kubernetes.io/name=ringmaster-operator -o 'jsonpath={.items[0].spec.nodeName}')
+[ -n "$node" ] || fail "operator pod not scheduled"
+pass "helm install: Deployment, RBAC, Service; pods Running on node $node"
+"$HELM" uninstall rm -n "$NS" --timeout 60s >/dev/null 2>&1 || fail "helm uninstall"
+pass "helm uninstall"

@@ -1,0 +1,142 @@
+// The informer against a fake API server on 127.0.0.1 (loopback only): list,
+// watch from the list's resourceVersion, a bookmark, a 410 Gone that forces
+// a relist, and resuming from the last event's resourceVersion.
+#include "informer.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <thread>
+
+#include "http_server.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+json Pod(const std::string& name, const std::string& rv) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "ns"},
+            {"resourceVersion", rv},
+            {"labels", {{"ringmaster.io/job-name", "j"}}}}}};
+}
+
+std::string Line(const std::string& type, const json& obj) {
+  return json{{"type", type}, {"object", obj}}.dump() + "\n";
+}
+
+class FakeApiServer {
+ public:
+  FakeApiServer() {
+    server_.Handle("/api/v1/namespaces/ns/pods", [this](const std::string& target) { return Serve(target); });
+  }
+  Status Start() { return server_.Start("127.0.0.1:0"); }
+  int port() const { return server_.port(); }
+  std::vector<std::string> Targets() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return targets_;
+  }
+
+ private:
+  HttpReply Serve(const std::string& target) {
+    std::lock_guard<std::mutex> lock(mu_);
+    targets_.push_back(target);
+    HttpReply r{200, "application/json", ""};
+    if (target.find("watch=1") == std::string::npos) {
+      ++lists_;
+      json items = json::array({Pod("a", "3")});
+      if (lists_ > 1) items.push_back(Pod("b", "15"));
+      r.body = json{
+          {"kind", "PodList"},
+          {"metadata", {{"resourceVersion", lists_ == 1 ? "5" : "20"}}},
+          {"items",
+           items}}.dump();
+      return r;
+    }
+    ++watches_;
+    if (watches_ == 1) {
+      // A bookmark, then the resourceVersion has expired.
+      r.body = Line("BOOKMARK", {{"kind", "Pod"}, {"metadata", {{"resourceVersion", "7"}}}}) +
+               Line("ERROR", {{"kind", "Status"},
+                              {"code", 410},
+                              {"reason", "Expired"},
+                              {"message", "too old resource version: 7 (19)"}});
+    } else if (watches_ == 2) {
+      r.body = Line("ADDED", Pod("c", "21")) + Line("DELETED", Pod("a", "22"));
+    } else {
+      // Later watches: nothing new; the informer waits before asking again.
+      r.body = "";
+    }
+    return r;
+  }
+
+  HttpServer server_;
+  std::mutex mu_;
+  std::vector<std::string> targets_;
+  int lists_ = 0, watches_ = 0;
+};
+
+TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
+  FakeApiServer fake;
+  ASSERT_TRUE(fake.Start().ok());
+  ClusterConfig cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(fake.port());
+  ClientOptions opts;
+  opts.request_timeout = std::chrono::seconds(10);
+  auto client = KubeClient::Create(cfg, opts);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+
+  std::mutex mu;
+  std::vector<std::string> seen;
+  Informer informer(**client, "pods", "/api/v1/namespaces/ns/pods", "ringmaster.io/job-name",
+                    [&](WatchEventType type, const json& obj, const json*) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      seen.push_back(std::string(type == WatchEventType::kDeleted ? "-" : "+") +
+                                     obj["metadata"]["name"].get<std::string>());
+                    });
+  informer.Start();
+  // Liveness bound only: the sequence takes milliseconds.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (!informer.Get("ns/c").has_value() || informer.Get("ns/a").has_value()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    bool resumed = false;
+    for (const auto& t : fake.Targets()) resumed |= t.find("resourceVersion=22") != std::string::npos;
+    if (resumed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  informer.Stop();
+
+  EXPECT_TRUE(informer.HasSynced());
+  EXPECT_EQ(informer.relists(), 2);
+  EXPECT_TRUE(informer.Get("ns/b").has_value());
+  EXPECT_TRUE(informer.Get("ns/c").has_value());
+  EXPECT_FALSE(informer.Get("ns/a").has_value());
+  EXPECT_EQ(informer.ByJob("ns/j").size(), 2u);
+
+  const auto targets = fake.Targets();
+  std::vector<std::string> watch_versions;
+  for (const auto& t : targets) {
+    if (t.find("watch=1") == std::string::npos) continue;
+    EXPECT_NE(t.find("allowWatchBookmarks=true"), std::string::npos) << t;
+    EXPECT_NE(t.find("labelSelector=ringmaster.io%2Fjob-name"), std::string::npos) << t;
+    watch_versions.push_back(t.substr(t.find("resourceVersion=") + 16));
+    watch_versions.back() = watch_versions.back().substr(0, watch_versions.back().find('&'));
+  }
+  ASSERT_GE(watch_versions.size(), 3u);
+  EXPECT_EQ(watch_versions[0], "5");   // from the first list
+  EXPECT_EQ(watch_versions[1], "20");  // after the 410: from the relist
+  EXPECT_EQ(watch_versions[2], "22");  // from the last event
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "+c"), 1);
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), "-a"), 1);
+}
+
+}  // namespace
+}  // namespace ringmaster::op

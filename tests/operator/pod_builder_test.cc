@@ -1,0 +1,173 @@
+#include "pod_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "names.h"
+#include "ringmaster/tf_config_gen.h"
+#include "test_util.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+DistributedJob Decode(const json& obj) {
+  LoadedJob l = DecodeJob(obj);
+  EXPECT_TRUE(l.job.has_value());
+  return *l.job;
+}
+
+std::string EnvValue(const json& container, const std::string& name) {
+  for (const auto& e : container["env"]) {
+    if (e["name"] == name) return e["value"];
+  }
+  return "<absent>";
+}
+
+int EnvCount(const json& container, const std::string& name) {
+  int n = 0;
+  for (const auto& e : container["env"]) n += e["name"] == name;
+  return n;
+}
+
+TEST(PodBuilder, TfConfigIsExactlyWhatTheCliPrintsForTheExampleFile) {
+  // The same file `ringmaster tfconfig examples/quickstart.yaml --namespace team-a` reads.
+  std::ifstream in(std::string(RINGMASTER_SOURCE_DIR) + "/examples/quickstart.yaml");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto from_file = LoadSingleJob(ss.str(), "quickstart.yaml");
+  ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
+  const DistributedJob job = Decode(testing::QuickstartObject("team-a"));
+  for (auto [type, index] : {std::pair{ReplicaType::kChief, 0}, std::pair{ReplicaType::kWorker, 1}}) {
+    TfConfigOptions opts;
+    opts.namespace_ = "team-a";
+    auto expected = GenerateTfConfig(*from_file, type, index, opts);
+    ASSERT_TRUE(expected.ok());
+    auto built = BuildPod(job, {type, index}, {});
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    EXPECT_EQ(EnvValue(built->pod["spec"]["containers"][0], "TF_CONFIG"), *expected);
+  }
+  auto built = BuildPod(job, {ReplicaType::kWorker, 1}, {});
+  EXPECT_EQ(
+      EnvValue(built->pod["spec"]["containers"][0], "TF_CONFIG"),
+      R"({"cluster":{"chief":["quickstart-chief-0.quickstart.team-a.svc:2222"],)"
+      R"("worker":["quickstart-worker-0.quickstart.team-a.svc:2222","quickstart-worker-1.quickstart.team-a.svc:2222"]},)"
+      R"("task":{"type":"worker","index":1},"environment":"cloud"})");
+}
+
+TEST(PodBuilder, NamesLabelsOwnerAndStableDns) {
+  const DistributedJob job = Decode(testing::QuickstartObject());
+  auto built = BuildPod(job, {ReplicaType::kWorker, 1}, {});
+  ASSERT_TRUE(built.ok());
+  const json& pod = built->pod;
+  EXPECT_EQ(pod["metadata"]["name"], "quickstart-worker-1");
+  EXPECT_EQ(pod["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(pod["metadata"]["labels"][kLabelJobName], "quickstart");
+  EXPECT_EQ(pod["metadata"]["labels"][kLabelReplicaType], "worker");
+  EXPECT_EQ(pod["metadata"]["labels"][kLabelReplicaIndex], "1");
+  ASSERT_EQ(pod["metadata"]["ownerReferences"].size(), 1u);
+  const json& ref = pod["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(ref["uid"], "uid-1234");
+  EXPECT_EQ(ref["kind"], "DistributedJob");
+  EXPECT_EQ(ref["apiVersion"], "ringmaster.io/v1alpha1");
+  EXPECT_EQ(ref["controller"], true);
+  EXPECT_EQ(ref["blockOwnerDeletion"], true);
+  EXPECT_EQ(pod["spec"]["hostname"], "quickstart-worker-1");
+  EXPECT_EQ(pod["spec"]["subdomain"], "quickstart");
+  EXPECT_EQ(pod["spec"]["containers"][0]["image"], "ghcr.io/ringmaster/worker:0.1.0");
+}
+
+TEST(PodBuilder, CommunicationEnvAndPortInEveryContainer) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["communication"] = {{"implementation", "RING"}, {"bytesPerPack", 4096}, {"timeoutSeconds", 30}};
+  auto& containers = obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"];
+  containers.push_back({{"name", "sidecar"}, {"image", "busybox"}});
+  const DistributedJob job = Decode(obj);
+  auto built = BuildPod(job, {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json& cs = built->pod["spec"]["containers"];
+  ASSERT_EQ(cs.size(), 2u);
+  for (const auto& c : cs) {
+    EXPECT_EQ(EnvValue(c, "RINGMASTER_IMPLEMENTATION"), "RING");
+    EXPECT_EQ(EnvValue(c, "RINGMASTER_BYTES_PER_PACK"), "4096");
+    EXPECT_NE(EnvValue(c, "RINGMASTER_TIMEOUT_SECONDS"), "<absent>");
+    EXPECT_EQ(EnvCount(c, "TF_CONFIG"), 1);
+  }
+  ASSERT_TRUE(cs[0].contains("ports"));
+  EXPECT_EQ(cs[0]["ports"][0]["containerPort"], 2222);
+  EXPECT_FALSE(cs[1].contains("ports"));
+}
+
+TEST(PodBuilder, ExistingPortIsNotAddedTwice) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["ports"] = {
+      {{"name", "grpc"}, {"containerPort", 2222}}};
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  EXPECT_EQ(built->pod["spec"]["containers"][0]["ports"].size(), 1u);
+  EXPECT_EQ(built->pod["spec"]["containers"][0]["ports"][0]["name"], "grpc");
+}
+
+TEST(PodBuilder, ContainersOwnTfConfigIsKeptWithAWarning) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = {
+      {{"name", "TF_CONFIG"}, {"value", "{\"mine\":1}"}}};
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json& c = built->pod["spec"]["containers"][0];
+  EXPECT_EQ(EnvCount(c, "TF_CONFIG"), 1);
+  EXPECT_EQ(EnvValue(c, "TF_CONFIG"), "{\"mine\":1}");
+  ASSERT_EQ(built->events.size(), 1u);
+  EXPECT_TRUE(built->events[0].warning);
+  EXPECT_EQ(built->events[0].reason, "TfConfigKept");
+}
+
+TEST(PodBuilder, RestartPolicyMapping) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"Never", "Never"}, {"OnFailure", "OnFailure"}, {"Always", "Always"}, {"ExitCode", "Never"}};
+  for (auto [policy, pod_policy] : cases) {
+    json obj = testing::QuickstartObject();
+    obj["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = policy;
+    auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+    ASSERT_TRUE(built.ok());
+    EXPECT_EQ(built->pod["spec"]["restartPolicy"], pod_policy) << policy;
+  }
+}
+
+TEST(PodBuilder, TemplateLabelsAndAnnotationsAreKept) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["metadata"] = {{"labels", {{"team", "ml"}}},
+                                                                   {"annotations", {{"a", "b"}}}};
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  EXPECT_EQ(built->pod["metadata"]["labels"]["team"], "ml");
+  EXPECT_EQ(built->pod["metadata"]["annotations"]["a"], "b");
+  EXPECT_EQ(built->pod["metadata"]["labels"][kLabelJobName], "quickstart");
+}
+
+TEST(PodBuilder, ClusterDomainReachesTfConfig) {
+  auto built = BuildPod(Decode(testing::QuickstartObject()), {ReplicaType::kChief, 0}, {"cluster.local"});
+  ASSERT_TRUE(built.ok());
+  EXPECT_NE(EnvValue(built->pod["spec"]["containers"][0], "TF_CONFIG").find("svc.cluster.local:2222"),
+            std::string::npos);
+}
+
+TEST(PodBuilder, UnknownReplicaIsInvalidArgument) {
+  auto built = BuildPod(Decode(testing::QuickstartObject()), {ReplicaType::kWorker, 5}, {});
+  ASSERT_FALSE(built.ok());
+  EXPECT_EQ(built.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ServiceBuilder, HeadlessPublishesNotReadyAddresses) {
+  const json svc = BuildService(Decode(testing::QuickstartObject()));
+  EXPECT_EQ(svc["metadata"]["name"], "quickstart");
+  EXPECT_EQ(svc["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"][kLabelJobName], "quickstart");
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"], 2222);
+  EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], "uid-1234");
+}
+
+}  // namespace
+}  // namespace ringmaster::op
