@@ -16,7 +16,10 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <optional>
 
+#include "free_ports.h"
+#include "ringmaster/env_expand.h"
 #include "ringmaster/job_state.h"
 #include "ringmaster/tf_config_gen.h"
 
@@ -62,21 +65,10 @@ Clock::duration RestartDelay(int restart) {
 // Ports picked by binding to port 0: all held open together so no two
 // replicas get the same one, then released just before the processes start.
 std::vector<int> FreePorts(int count) {
-  std::vector<int> socks, ports;
-  for (int i = 0; i < count; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error(std::string("cannot reserve a local port: ") + std::strerror(errno));
-    }
-    socks.push_back(fd);
-    ports.push_back(ntohs(addr.sin_port));
+  auto ports = internal::FreeLocalPorts(count);
+  if (ports.empty() && count > 0) {
+    throw std::runtime_error(std::string("cannot reserve a local port: ") + std::strerror(errno));
   }
-  for (int fd : socks) close(fd);
   return ports;
 }
 
@@ -149,7 +141,42 @@ class Runner {
     }
   }
 
-  std::vector<std::string> Environment(const ReplicaKey& key, const nlohmann::json& container, int restart) {
+  // The container's environment as a kubelet would give it: its env list in
+  // order (each value expanded against the entries before it), then what the
+  // operator injects (TF_CONFIG, RINGMASTER_*) where the container does not
+  // set it. TF_CONFIG is always ours: locally only loopback addresses work.
+  std::map<std::string, std::string> ContainerEnv(const ReplicaKey& key, const nlohmann::json& container,
+                                                  int restart) {
+    std::map<std::string, std::string> env;
+    auto lookup = [&env](std::string_view name) -> std::optional<std::string> {
+      auto it = env.find(std::string(name));
+      if (it == env.end()) return std::nullopt;
+      return it->second;
+    };
+    if (auto it = container.find("env"); it != container.end() && it->is_array()) {
+      for (const auto& var : *it) {
+        if (!var.is_object() || !var.contains("name")) continue;
+        if (var.contains("value") && var["value"].is_string()) {
+          env[var["name"].get<std::string>()] = ExpandKubeVars(var["value"].get<std::string>(), lookup);
+        } else if (var.contains("valueFrom")) {
+          Say("warning: " + key.Name() + ": env " + var["name"].get<std::string>() +
+              " uses valueFrom, which has no local meaning: not set");
+        }
+      }
+    }
+    for (const auto& [k, v] : job_.communication.ToEnv()) env.emplace(k, v);
+    TfConfigOptions tf;
+    auto tf_config = GenerateTfConfig(job_, key.type, key.index, tf, [this](ReplicaType t, int i) {
+      return addresses_.at({t, i});
+    });
+    env["TF_CONFIG"] = tf_config.ok() ? *tf_config : "";
+    env["RINGMASTER_RESTART_COUNT"] = std::to_string(restart);
+    return env;
+  }
+
+  // The process environment: this shell's, with PATH led by the build's bin
+  // directory, and the container's on top.
+  std::vector<std::string> ProcessEnv(const std::map<std::string, std::string>& container_env) {
     std::map<std::string, std::string> env;
     for (char** e = environ; *e; ++e) {
       std::string kv = *e;
@@ -158,24 +185,7 @@ class Runner {
     }
     std::string path = env.count("PATH") ? env["PATH"] : "/usr/bin:/bin";
     if (!opts_.bin_dir.empty()) env["PATH"] = opts_.bin_dir + ":" + path;
-    for (const auto& [k, v] : job_.communication.ToEnv()) env[k] = v;
-    if (auto it = container.find("env"); it != container.end() && it->is_array()) {
-      for (const auto& var : *it) {
-        if (!var.is_object() || !var.contains("name")) continue;
-        if (var.contains("value") && var["value"].is_string()) {
-          env[var["name"].get<std::string>()] = var["value"].get<std::string>();
-        } else if (var.contains("valueFrom")) {
-          Say("warning: " + key.Name() + ": env " + var["name"].get<std::string>() +
-              " uses valueFrom, which has no local meaning: not set");
-        }
-      }
-    }
-    TfConfigOptions tf;
-    auto tf_config = GenerateTfConfig(job_, key.type, key.index, tf, [this](ReplicaType t, int i) {
-      return addresses_.at({t, i});
-    });
-    env["TF_CONFIG"] = tf_config.ok() ? *tf_config : "";
-    env["RINGMASTER_RESTART_COUNT"] = std::to_string(restart);
+    for (const auto& [k, v] : container_env) env[k] = v;
     std::vector<std::string> out;
     for (const auto& [k, v] : env) out.push_back(k + "=" + v);
     return out;
@@ -190,13 +200,19 @@ class Runner {
     r.start_at.reset();
     r.obs = {key, ReplicaPhase::kRunning, 0, 0, false};
     const nlohmann::json& container = job_.Find(key.type)->pod_template["spec"]["containers"][0];
-    std::vector<std::string> argv;
+    const int restart = r.starts++;
+    const auto container_env = ContainerEnv(key, container, restart);
+    auto lookup = [&container_env](std::string_view name) -> std::optional<std::string> {
+      auto it = container_env.find(std::string(name));
+      if (it == container_env.end()) return std::nullopt;
+      return it->second;
+    };
+    std::vector<std::string> argv;  // $(VAR) expanded as the kubelet does
     for (const char* list : {"command", "args"}) {
       if (auto it = container.find(list); it != container.end() && it->is_array()) {
-        for (const auto& a : *it) argv.push_back(a.get<std::string>());
+        for (const auto& a : *it) argv.push_back(ExpandKubeVars(a.get<std::string>(), lookup));
       }
     }
-    const int restart = r.starts++;
     if (argv.empty()) {
       // Locally there is no image, so no entrypoint to fall back on.
       Say(key.Name() + ": containers[0] has no command or args to run locally");
@@ -204,7 +220,7 @@ class Runner {
       r.obs.exit_code = 127;
       return;
     }
-    auto env = Environment(key, container, restart);
+    auto env = ProcessEnv(container_env);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     std::vector<char*> cargv, cenv;

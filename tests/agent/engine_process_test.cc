@@ -14,19 +14,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "free_ports.h"
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+namespace {
 
 using Clock = std::chrono::steady_clock;
 
@@ -105,7 +95,8 @@ std::vector<Proc> RunGroup(int n, const std::vector<std::vector<std::string>>& a
                            std::vector<std::pair<std::string, std::string>> env, double limit,
                            const std::string& tag) {
   std::vector<std::string> addrs;
-  for (int r = 0; r < n; ++r) addrs.push_back("127.0.0.1:" + std::to_string(FreePort()));
+  for (int port : ringmaster::internal::FreeLocalPorts(n))
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
   std::vector<Proc> ps;
   auto start = Clock::now();
   for (int r = 0; r < n; ++r) {
@@ -184,7 +175,8 @@ TEST(WorkerProcess, StalledMemberMakesOthersReportDeadlineExceeded) {
 // lost host) is found by the heartbeats.
 TEST(WorkerProcess, FrozenMemberIsFoundByHeartbeats) {
   std::vector<std::string> addrs;
-  for (int r = 0; r < 3; ++r) addrs.push_back("127.0.0.1:" + std::to_string(FreePort()));
+  for (int port : ringmaster::internal::FreeLocalPorts(3))
+    addrs.push_back("127.0.0.1:" + std::to_string(port));
   std::vector<Proc> ps;
   auto start = Clock::now();
   for (int r = 0; r < 3; ++r) {

@@ -11,29 +11,18 @@
 #include <thread>
 #include <vector>
 
+#include "free_ports.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::testing {
 
-// A port the kernel just handed out (free at the time of the call).
-inline int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Settings for a chief + (n - 1) workers on fresh local ports.
 inline std::vector<CommunicatorSettings> LocalSettings(int n) {
   CollectiveGroup group;
+  const auto ports = internal::FreeLocalPorts(n);
   for (int r = 0; r < n; ++r) {
     group.members.push_back(
-        {r == 0 ? "chief" : "worker", r == 0 ? 0 : r - 1, "127.0.0.1:" + std::to_string(FreePort())});
+        {r == 0 ? "chief" : "worker", r == 0 ? 0 : r - 1, "127.0.0.1:" + std::to_string(ports.at(r))});
   }
   std::vector<CommunicatorSettings> out(n);
   for (int r = 0; r < n; ++r) {
