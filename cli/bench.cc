@@ -1,37 +1,62 @@
-// `ringmaster bench`: all-reduce figures in the style of nccl-tests for N
-// local ranks (one Communicator per rank, over TCP on 127.0.0.1), per
-// algorithm and for AUTO, every result checked.
+// `ringmaster bench`: float32 SUM all-reduce among N local ranks, one process
+// per rank, measured exactly as the peers of the side-by-side comparison
+// (bench/allreduce/bench_common.h: same sizes, warm-up, timed batches, median
+// and spread, bit-exact check, one JSON line per size and algorithm).
+//
+// Without --member it is a launcher: it gives N copies of itself a TF_CONFIG
+// each (workers 0..N-1 on 127.0.0.1, from the same generator the operator
+// uses) and prints rank 0's results as a table (or as JSON with --json).
+// With --member the process is one rank: the group comes from TF_CONFIG and
+// RINGMASTER_* like any agent's, so bench/allreduce/run.py starts the members
+// itself with the TF_CONFIGs `ringmaster tfconfig` prints.
 #include "bench.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "algorithms.h"
+#include "bench_common.h"
+#include "free_ports.h"
 #include "ringmaster/communicator.h"
+#include "ringmaster/job.h"
+#include "ringmaster/tf_config_gen.h"
 
 namespace ringmaster::cli {
 namespace {
 
 const char kUsage[] =
-    "usage: ringmaster bench [-n RANKS] [-b MIN_BYTES] [-e MAX_BYTES] [-f FACTOR] [-a all|ring|rd|auto]\n"
-    "                        [--iters N] [--warmup N] [--streams N]\n"
-    "All-reduce (float32, sum) among RANKS local ranks (default 2) over TCP on 127.0.0.1, sizes\n"
-    "MIN_BYTES (default 4) to MAX_BYTES (default 256M) growing by FACTOR (default 2). Prints size,\n"
-    "count, type, op, time, algbw and busbw (= algbw * 2(n-1)/n) per algorithm; every result is\n"
-    "checked and the exit code is 1 if any was wrong.\n";
+    "usage: ringmaster bench [-n RANKS] [-b MIN_BYTES] [-e MAX_BYTES] [-f FACTOR] [-a all|auto|ring|rd|hd]\n"
+    "                        [--batches K] [--streams S] [--json]\n"
+    "       ringmaster bench --member [same options]\n"
+    "All-reduce (float32, sum) among RANKS local processes (default 2) over TCP on 127.0.0.1, sizes\n"
+    "MIN_BYTES (default 4) to MAX_BYTES (default 256M) growing by the integer FACTOR (default 4),\n"
+    "for AUTO and each algorithm forced (ring; rd = recursive doubling, the small-message one;\n"
+    "hd = halving-doubling, the medium-size one).\n"
+    "Per size: 2 warm-up calls, K timed batches (default 5) of back-to-back calls; the median and\n"
+    "the spread of the per-call time over the batches; every result checked bit for bit.\n"
+    "busbw = algbw * 2(n-1)/n. --json prints one JSON line per size and algorithm.\n"
+    "--member: run as one rank of a group formed from TF_CONFIG and RINGMASTER_* (what the launcher\n"
+    "starts; bench/allreduce/run.py starts members itself). Exit 1 if any result was wrong.\n";
+
+struct Options {
+  int ranks = 2, batches = 5, streams = 0, factor = 4;
+  int64_t min_bytes = 4, max_bytes = int64_t{256} << 20;
+  std::string algo = "all";
+  bool member = false, json = false;
+};
 
 bool ParseBytes(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -52,65 +77,38 @@ bool ParseBytes(const std::string& s, int64_t* out) {
   return true;
 }
 
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-struct Algo {
-  const char* name;
-  std::optional<internal::Algorithm> forced;
-};
-
-}  // namespace
-
-int BenchMain(int argc, char** argv) {
-  int ranks = 2, iters_max = 20, warmup = 2, streams = 2;
-  int64_t min_bytes = 4, max_bytes = int64_t{256} << 20;
-  double factor = 2;
-  std::string algo_flag = "all";
+// Returns the exit code for a bad or help argument, nullopt when parsed.
+std::optional<int> Parse(int argc, char** argv, Options* o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "ringmaster bench: " << a << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
     bool ok = true;
     if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return 0;
+    } else if (a == "--member") {
+      o->member = true;
+    } else if (a == "--json") {
+      o->json = true;
     } else if (a == "-n" || a == "--ranks") {
-      ranks = std::atoi(val().c_str());
-      ok = ranks >= 1 && ranks <= 16;
+      o->ranks = std::atoi(val().c_str());
+      ok = o->ranks >= 1 && o->ranks <= 16;
     } else if (a == "-b" || a == "--min-bytes") {
-      ok = ParseBytes(val(), &min_bytes);
+      ok = ParseBytes(val(), &o->min_bytes);
     } else if (a == "-e" || a == "--max-bytes") {
-      ok = ParseBytes(val(), &max_bytes);
+      ok = ParseBytes(val(), &o->max_bytes);
     } else if (a == "-f" || a == "--step-factor") {
-      factor = std::atof(val().c_str());
-      ok = factor > 1;
+      o->factor = std::atoi(val().c_str());
+      ok = o->factor >= 2;
     } else if (a == "-a" || a == "--algorithm") {
-      algo_flag = val();
-      ok = algo_flag == "all" || algo_flag == "ring" || algo_flag == "rd" || algo_flag == "auto";
-    } else if (a == "--iters") {
-      iters_max = std::atoi(val().c_str());
-      ok = iters_max >= 1;
-    } else if (a == "--warmup") {
-      warmup = std::atoi(val().c_str());
-      ok = warmup >= 0;
+      o->algo = val();
+      ok = o->algo == "all" || o->algo == "ring" || o->algo == "rd" || o->algo == "hd" || o->algo == "auto";
+    } else if (a == "--batches") {
+      o->batches = std::atoi(val().c_str());
+      ok = o->batches >= 1;
     } else if (a == "--streams") {
-      streams = std::atoi(val().c_str());
-      ok = streams >= 1 && streams <= 8;
+      o->streams = std::atoi(val().c_str());
+      ok = o->streams >= 1 && o->streams <= 8;
     } else {
       ok = false;
     }
@@ -119,118 +117,185 @@ int BenchMain(int argc, char** argv) {
       return 2;
     }
   }
-  min_bytes = std::max<int64_t>(min_bytes, 4);
-  if (max_bytes < min_bytes) max_bytes = min_bytes;
+  o->min_bytes = std::max<int64_t>(o->min_bytes, 4);
+  o->max_bytes = std::max(o->max_bytes, o->min_bytes);
+  return std::nullopt;
+}
 
+struct Algo {
+  const char* name;
+  std::optional<internal::Algorithm> forced;
+};
+
+// One rank: forms the group from the environment and measures every size
+// for every algorithm (interleaved per size, so drift in the machine's load
+// hits them alike). Rank 0 prints the JSON lines.
+int MemberMain(const Options& o) {
+  if (o.streams > 0) ::setenv("RINGMASTER_STREAMS", std::to_string(o.streams).c_str(), 1);
+  auto made = Communicator::FromEnvironment();
+  if (!made.ok()) {
+    std::cerr << "ringmaster bench: " << made.status().ToString() << "\n";
+    return 1;
+  }
+  Communicator& comm = **made;
   std::vector<Algo> algos;
-  if (algo_flag == "all" || algo_flag == "ring") algos.push_back({"ring", internal::Algorithm::kRing});
-  if (algo_flag == "all" || algo_flag == "rd")
-    algos.push_back({"rd", internal::Algorithm::kRecursiveDoubling});
-  if (algo_flag == "all" || algo_flag == "auto") algos.push_back({"auto", std::nullopt});
+  if (o.algo == "all" || o.algo == "auto") algos.push_back({"auto", std::nullopt});
+  if (o.algo == "all" || o.algo == "ring") algos.push_back({"ring", internal::Algorithm::kRing});
+  if (o.algo == "all" || o.algo == "rd") algos.push_back({"rd", internal::Algorithm::kRecursiveDoubling});
+  if (o.algo == "all" || o.algo == "hd") algos.push_back({"hd", internal::Algorithm::kHalvingDoubling});
 
-  // Form the group: one thread per rank.
-  CollectiveGroup group;
-  for (int r = 0; r < ranks; ++r) {
-    group.members.push_back(
-        {r == 0 ? "chief" : "worker", r == 0 ? 0 : r - 1, "127.0.0.1:" + std::to_string(FreePort())});
-  }
-  std::vector<std::unique_ptr<Communicator>> comms(ranks);
-  std::vector<Status> errors(ranks);
-  {
-    std::vector<std::thread> th;
-    for (int r = 0; r < ranks; ++r) {
-      th.emplace_back([&, r] {
-        CommunicatorSettings s;
-        s.group = group;
-        s.group.rank = r;
-        s.streams = streams;
-        s.formation_timeout_seconds = 30;
-        auto c = Communicator::Create(s);
-        if (c.ok())
-          comms[r] = std::move(*c);
-        else
-          errors[r] = c.status();
-      });
-    }
-    for (auto& t : th) t.join();
-  }
-  for (int r = 0; r < ranks; ++r) {
-    if (!comms[r]) {
-      std::cerr << "ringmaster bench: rank " << r << ": " << errors[r].ToString() << "\n";
-      return 1;
-    }
-  }
-
-  std::printf(
-      "# ringmaster bench: all-reduce, %d ranks on 127.0.0.1 (threads of one process), %d stream(s)\n", ranks,
-      streams);
-  std::printf("# busbw = algbw * 2(n-1)/n; time is the mean over the timed iterations on rank 0\n#\n");
-  std::printf("# %12s %12s %8s %6s %6s %6s %10s %8s %8s %8s\n", "size", "count", "type", "redop", "algo",
-              "iters", "time", "algbw", "busbw", "correct");
-  std::printf("# %12s %12s %8s %6s %6s %6s %10s %8s %8s %8s\n", "(B)", "(elements)", "", "", "", "", "(us)",
-              "(GB/s)", "(GB/s)", "");
-  std::fflush(stdout);
-
-  bool any_wrong = false;
-  const float want = static_cast<float>(ranks * (ranks + 1) / 2);
-  for (double sz = static_cast<double>(min_bytes); sz <= static_cast<double>(max_bytes) * 1.0000001;
-       sz *= factor) {
-    const int64_t count = std::max<int64_t>(1, static_cast<int64_t>(sz) / 4);
-    const int64_t bytes = count * 4;
-    // Fewer iterations for big messages keeps a full sweep to a few minutes.
-    const int iters = static_cast<int>(
-        std::clamp<int64_t>((int64_t{512} << 20) / std::max<int64_t>(bytes, 1) / 8, 2, iters_max));
-    std::vector<std::vector<float>> data(ranks, std::vector<float>(static_cast<size_t>(count)));
+  rmbench::Args a;
+  a.rank = comm.rank();
+  a.size = comm.size();
+  a.min_bytes = o.min_bytes;
+  a.max_bytes = o.max_bytes;
+  a.factor = o.factor;
+  a.batches = o.batches;
+  a.peer = "ringmaster";
+  auto check = [&](const Status& s, const char* what) {
+    if (s.ok()) return;
+    std::cerr << "ringmaster bench: rank " << a.rank << ": " << what << ": " << s.ToString() << "\n";
+    std::exit(1);
+  };
+  bool all_ok = true;
+  for (int64_t bytes : rmbench::Sizes(a)) {
+    const int64_t count = bytes / static_cast<int64_t>(sizeof(float));
+    std::vector<float> data(static_cast<size_t>(count));
+    Tensor t{data.data(), count, DataType::kFloat32};
     for (const auto& algo : algos) {
       internal::ForceAlgorithmForBenchmarks(algo.forced);
-      std::vector<double> spent(ranks, 0);
-      std::vector<int64_t> wrong(ranks, 0);
-      std::vector<std::string> failure(ranks);
-      std::vector<std::thread> th;
-      for (int r = 0; r < ranks; ++r) {
-        th.emplace_back([&, r] {
-          auto& v = data[r];
-          Tensor t{v.data(), count, DataType::kFloat32};
-          for (int it = 0; it < warmup + iters; ++it) {
-            std::fill(v.begin(), v.end(), static_cast<float>(r + 1));
-            auto start = std::chrono::steady_clock::now();
-            Status s = comms[r]->AllReduce({&t, 1}, ReduceOp::kSum);
-            auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            if (!s.ok()) {
-              failure[r] = s.ToString();
-              return;
-            }
-            if (it >= warmup) spent[r] += took;
-          }
-          for (float x : v) wrong[r] += x != want;
-        });
-      }
-      for (auto& t : th) t.join();
-      internal::ForceAlgorithmForBenchmarks(std::nullopt);
-      for (int r = 0; r < ranks; ++r) {
-        if (!failure[r].empty()) {
-          std::cerr << "ringmaster bench: rank " << r << ": " << failure[r] << "\n";
-          return 1;
-        }
-      }
-      int64_t total_wrong = 0;
-      for (int64_t w : wrong) total_wrong += w;
-      any_wrong |= total_wrong != 0;
-      const double secs = spent[0] / iters;
-      const double algbw = bytes / secs / 1e9;
-      const double busbw = algbw * (ranks > 1 ? 2.0 * (ranks - 1) / ranks : 0.0);
-      char correct[32];
-      if (total_wrong)
-        std::snprintf(correct, sizeof correct, "WRONG:%lld", static_cast<long long>(total_wrong));
-      else
-        std::snprintf(correct, sizeof correct, "ok");
-      std::printf("  %12lld %12lld %8s %6s %6s %6d %10.1f %8.3f %8.3f %8s\n", static_cast<long long>(bytes),
-                  static_cast<long long>(count), "float", "sum", algo.name, iters, secs * 1e6, algbw, busbw,
-                  correct);
-      std::fflush(stdout);
+      a.algo = algo.name;
+      bool ok = true;
+      rmbench::Measure(
+          a, bytes,
+          [&](bool pattern) {
+            for (int64_t i = 0; i < count; ++i) data[i] = pattern ? rmbench::Pattern(a.rank, i) : 0.f;
+          },
+          [&] {
+            check(comm.AllReduce({&t, 1}, ReduceOp::kSum), "all-reduce");
+          },
+          [&] { check(comm.Barrier(), "barrier"); },
+          [&] { return ok = rmbench::CheckAll(data.data(), count, a.size); });
+      all_ok &= ok;
     }
   }
-  return any_wrong ? 1 : 0;
+  internal::ForceAlgorithmForBenchmarks(std::nullopt);
+  return all_ok ? 0 : 1;
+}
+
+void PrintHeader(int ranks, const Options& o) {
+  std::printf("# ringmaster bench: float32 sum all-reduce, %d processes on 127.0.0.1 (TCP), %d stream(s)\n",
+              ranks, o.streams > 0 ? o.streams : CommunicatorSettings{}.streams);
+  std::printf(
+      "# time: median per call over %d timed batches (min..max = spread); busbw = algbw * 2(n-1)/n\n#\n",
+      o.batches);
+  std::printf("# %12s %12s %6s %6s %10s %10s %10s %8s %8s %8s\n", "size", "count", "algo", "iters", "time",
+              "min", "max", "algbw", "busbw", "correct");
+  std::printf("# %12s %12s %6s %6s %10s %10s %10s %8s %8s %8s\n", "(B)", "(elements)", "", "", "(us)", "(us)",
+              "(us)", "(GB/s)", "(GB/s)", "");
+  std::fflush(stdout);
+}
+
+// Prints one result line; returns false for a wrong result.
+bool PrintRow(const std::string& line, bool json) {
+  if (line.empty() || line[0] != '{') return true;
+  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return true;
+  const bool correct = j.value("correct", false);
+  if (json) {
+    std::printf("%s\n", line.c_str());
+  } else {
+    const int n = j.value("n", 1);
+    const double bytes = j.value("bytes", 0.0), t = j.value("median_us", 0.0);
+    const double algbw = t > 0 ? bytes / t / 1e3 : 0;
+    const double busbw = n > 1 ? algbw * 2.0 * (n - 1) / n : 0;
+    std::printf("  %12.0f %12.0f %6s %6d %10.1f %10.1f %10.1f %8.3f %8.3f %8s\n", bytes, bytes / 4,
+                j.value("algo", std::string()).c_str(), j.value("iters", 0), t, j.value("min_us", 0.0),
+                j.value("max_us", 0.0), algbw, busbw, correct ? "ok" : "WRONG");
+  }
+  std::fflush(stdout);
+  return correct;
+}
+
+// The launcher: N members of a fresh group of workers on 127.0.0.1.
+int LaunchMain(const Options& o, int argc, char** argv) {
+  char exe[PATH_MAX];
+  ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len <= 0) {
+    std::cerr << "ringmaster bench: cannot find my own executable\n";
+    return 1;
+  }
+  exe[len] = '\0';
+  auto ports = internal::FreeLocalPorts(o.ranks);
+  if (ports.empty()) {
+    std::cerr << "ringmaster bench: cannot reserve local ports: " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  DistributedJob job;
+  job.name = "bench";
+  job.replica_specs[ReplicaType::kWorker].replicas = o.ranks;
+  auto address = [&](ReplicaType, int i) { return "127.0.0.1:" + std::to_string(ports[i]); };
+  std::vector<std::string> configs;
+  for (int r = 0; r < o.ranks; ++r) {
+    auto c = GenerateTfConfig(job, ReplicaType::kWorker, r, TfConfigOptions{}, address);
+    if (!c.ok()) {
+      std::cerr << "ringmaster bench: " << c.status().ToString() << "\n";
+      return 1;
+    }
+    configs.push_back(*c);
+  }
+  std::vector<std::string> args = {exe, "bench", "--member"};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+
+  int out[2];
+  if (::pipe(out) != 0) return 1;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < o.ranks; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv("TF_CONFIG", configs[r].c_str(), 1);
+      ::unsetenv("RINGMASTER_PORT");  // each member serves on its own TF_CONFIG port
+      ::dup2(r == 0 ? out[1] : ::open("/dev/null", O_WRONLY), 1);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::vector<char*> cargv;
+      for (auto& s : args) cargv.push_back(s.data());
+      cargv.push_back(nullptr);
+      ::execv(exe, cargv.data());
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  ::close(out[1]);
+  if (!o.json) PrintHeader(o.ranks, o);
+  bool all_ok = true;
+  FILE* in = ::fdopen(out[0], "r");
+  std::string line;
+  for (int c; (c = std::fgetc(in)) != EOF;) {
+    if (c != '\n') {
+      line.push_back(static_cast<char>(c));
+      continue;
+    }
+    all_ok &= PrintRow(line, o.json);
+    line.clear();
+  }
+  std::fclose(in);
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) ++failed;
+  }
+  if (failed) std::cerr << "ringmaster bench: " << failed << " of " << o.ranks << " members failed\n";
+  return failed || !all_ok ? 1 : 0;
+}
+
+}  // namespace
+
+int BenchMain(int argc, char** argv) {
+  Options o;
+  if (auto rc = Parse(argc, argv, &o)) return *rc;
+  return o.member ? MemberMain(o) : LaunchMain(o, argc, argv);
 }
 
 }  // namespace ringmaster::cli

@@ -34,7 +34,7 @@ commands:
   validate FILE                  check a job file; errors name the field and line
   tfconfig FILE --replica T:I    print the TF_CONFIG the operator injects
   run FILE                       run the job's replicas as local processes
-  bench                          all-reduce bandwidth for N local ranks
+  bench                          all-reduce time and bandwidth, N local processes
 
   ringmaster <command> --help    options of one command
   ringmaster --version

@@ -41,7 +41,15 @@ void ForceAlgorithmForBenchmarks(std::optional<Algorithm> algo) {
 }
 
 const char* AlgorithmName(Algorithm a) {
-  return a == Algorithm::kRing ? "ring" : "recursive-doubling";
+  switch (a) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "recursive-doubling";
+    case Algorithm::kHalvingDoubling:
+      return "halving-doubling";
+  }
+  return "?";
 }
 
 Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size) {
@@ -49,13 +57,15 @@ Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size) {
   if (int f = g_forced.load(); f >= 0) return static_cast<Algorithm>(f);
   if (group_size <= 2)
     return bytes <= kSmallMessageBytes * 4 ? Algorithm::kRecursiveDoubling : Algorithm::kRing;
-  return bytes <= kSmallMessageBytes ? Algorithm::kRecursiveDoubling : Algorithm::kRing;
+  if (bytes <= kSmallMessageBytes) return Algorithm::kRecursiveDoubling;
+  return bytes <= kMediumMessageBytes ? Algorithm::kHalvingDoubling : Algorithm::kRing;
 }
 
 Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataType dtype, ReduceOp op,
                  const RingTuning& tuning) {
   if (t.size() == 1 || count == 0) return OkStatus();
   if (algo == Algorithm::kRing) return RingAllReduce(t, data, count, dtype, op, tuning);
+  if (algo == Algorithm::kHalvingDoubling) return HalvingDoublingAllReduce(t, data, count, dtype, op);
   return RecursiveDoublingAllReduce(t, data, count, dtype, op);
 }
 
@@ -139,35 +149,57 @@ Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, Red
   return t.WaitAll();
 }
 
+namespace {
+
+// Non-power-of-two groups: the first 2*rem ranks fold pairwise (the even one
+// hands its vector to the odd one, which reduces) so that p2 = n - rem ranks
+// take part; they get the result back at the end. Both sides of the fold use
+// tag chunk field `variant`, so the algorithms' tags never collide.
+struct Fold {
+  int p2 = 1, rem = 0;
+  explicit Fold(int n) {
+    while (p2 * 2 <= n) p2 *= 2;
+    rem = n - p2;
+  }
+  // The rank's place among the p2 (-1: folded away).
+  int VRank(int rank) const {
+    if (rank < 2 * rem) return rank % 2 == 0 ? -1 : rank / 2;
+    return rank - rem;
+  }
+  int Real(int vrank) const { return vrank < rem ? vrank * 2 + 1 : vrank + rem; }
+
+  Status In(Transport& t, char* data, char* staging, size_t count, DataType dtype, ReduceOp op,
+            uint32_t variant) const {
+    const int rank = t.rank();
+    const size_t bytes = count * DataTypeSize(dtype);
+    if (rank >= 2 * rem) return OkStatus();
+    if (rank % 2 == 0) return t.Wait(t.Isend(rank + 1, Tag(2, 0, variant), data, bytes));
+    RM_RETURN_IF_ERROR(t.Wait(t.Irecv(rank - 1, Tag(2, 0, variant), staging, bytes)));
+    ReduceInto(dtype, op, data, staging, count);
+    return OkStatus();
+  }
+  Status Out(Transport& t, char* data, size_t bytes, uint32_t variant) const {
+    const int rank = t.rank();
+    if (rank >= 2 * rem) return OkStatus();
+    if (rank % 2 == 0) return t.Wait(t.Irecv(rank + 1, Tag(2, 0x3ff, variant), data, bytes));
+    return t.Wait(t.Isend(rank - 1, Tag(2, 0x3ff, variant), data, bytes));
+  }
+};
+
+}  // namespace
+
 Status RecursiveDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op) {
   const int n = t.size(), rank = t.rank();
   if (n == 1 || count == 0) return OkStatus();
   const size_t bytes = count * DataTypeSize(dtype);
   std::unique_ptr<char[]> staging(new char[bytes]);
-  int p2 = 1;
-  while (p2 * 2 <= n) p2 *= 2;
-  const int rem = n - p2;
-  // Fold the first 2*rem ranks pairwise so a power of two takes part.
-  int vrank;
-  if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
-      int r = t.Isend(rank + 1, Tag(2, 0, 0), data, bytes);
-      RM_RETURN_IF_ERROR(t.Wait(r));
-      vrank = -1;
-    } else {
-      int r = t.Irecv(rank - 1, Tag(2, 0, 0), staging.get(), bytes);
-      RM_RETURN_IF_ERROR(t.Wait(r));
-      ReduceInto(dtype, op, data, staging.get(), count);
-      vrank = rank / 2;
-    }
-  } else {
-    vrank = rank - rem;
-  }
-  if (vrank >= 0) {
+  char* buf = static_cast<char*>(data);
+  const Fold fold(n);
+  RM_RETURN_IF_ERROR(fold.In(t, buf, staging.get(), count, dtype, op, 0));
+  if (const int vrank = fold.VRank(rank); vrank >= 0) {
     uint32_t step = 1;
-    for (int mask = 1; mask < p2; mask <<= 1, ++step) {
-      int vpeer = vrank ^ mask;
-      int peer = vpeer < rem ? vpeer * 2 + 1 : vpeer + rem;
+    for (int mask = 1; mask < fold.p2; mask <<= 1, ++step) {
+      const int peer = fold.Real(vrank ^ mask);
       int rr = t.Irecv(peer, Tag(2, step, 0), staging.get(), bytes);
       int sr = t.Isend(peer, Tag(2, step, 0), data, bytes);
       RM_RETURN_IF_ERROR(t.Wait(rr));
@@ -175,15 +207,60 @@ Status RecursiveDoublingAllReduce(Transport& t, void* data, size_t count, DataTy
       ReduceInto(dtype, op, data, staging.get(), count);
     }
   }
-  if (rank < 2 * rem) {
-    if (rank % 2 == 0) {
-      int r = t.Irecv(rank + 1, Tag(2, 0x3ff, 0), data, bytes);
-      RM_RETURN_IF_ERROR(t.Wait(r));
-    } else {
-      int r = t.Isend(rank - 1, Tag(2, 0x3ff, 0), data, bytes);
-      RM_RETURN_IF_ERROR(t.Wait(r));
+  RM_RETURN_IF_ERROR(fold.Out(t, buf, bytes, 0));
+  return t.WaitAll();
+}
+
+Status HalvingDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op) {
+  const int n = t.size(), rank = t.rank();
+  if (n == 1 || count == 0) return OkStatus();
+  const size_t esize = DataTypeSize(dtype);
+  char* base = static_cast<char*>(data);
+  const Fold fold(n);
+  const int vrank = fold.VRank(rank);
+  // Blocks: the count split in p2 near-equal parts; block b ends up reduced on vrank b.
+  const Split blocks{count, fold.p2};
+  auto off = [&](int b) { return blocks.offset(b); };  // element offset of block b; off(p2) == count
+  // Staging: the whole vector for a rank that folds one in, else the largest
+  // half it keeps (the first round's; earlier blocks are the larger ones).
+  const bool folds_in = rank < 2 * fold.rem && rank % 2 == 1;
+  std::unique_ptr<char[]> staging(new char[(folds_in ? count : off(fold.p2 / 2)) * esize]);
+  RM_RETURN_IF_ERROR(fold.In(t, base, staging.get(), count, dtype, op, 1));
+  if (vrank >= 0) {
+    // Reduce-scatter by recursive halving: each round keeps half of the
+    // blocks still ours (the half on our side of the partner's bit), sends
+    // the other half and reduces what the partner sends of ours.
+    int lo = 0, hi = fold.p2;
+    uint32_t step = 1;
+    for (int mask = fold.p2 / 2; mask >= 1; mask >>= 1, ++step) {
+      const int peer = fold.Real(vrank ^ mask);
+      const int mid = lo + (hi - lo) / 2;
+      const bool lower = (vrank & mask) == 0;
+      const int klo = lower ? lo : mid, khi = lower ? mid : hi;
+      const int slo = lower ? mid : lo, shi = lower ? hi : mid;
+      const size_t keep = off(khi) - off(klo), send = off(shi) - off(slo);
+      int rr = t.Irecv(peer, Tag(2, step, 1), staging.get(), keep * esize);
+      int sr = t.Isend(peer, Tag(2, step, 1), base + off(slo) * esize, send * esize);
+      RM_RETURN_IF_ERROR(t.Wait(rr));
+      ReduceInto(dtype, op, base + off(klo) * esize, staging.get(), keep);
+      RM_RETURN_IF_ERROR(t.Wait(sr));
+      lo = klo;
+      hi = khi;
+    }
+    // All-gather by recursive doubling: the partner's blocks arrive in place.
+    for (int mask = 1; mask < fold.p2; mask <<= 1, ++step) {
+      const int peer = fold.Real(vrank ^ mask);
+      const bool lower = (vrank & mask) == 0;
+      const int plo = lower ? hi : lo - mask, phi = lower ? hi + mask : lo;
+      int rr = t.Irecv(peer, Tag(2, step, 1), base + off(plo) * esize, (off(phi) - off(plo)) * esize);
+      int sr = t.Isend(peer, Tag(2, step, 1), base + off(lo) * esize, (off(hi) - off(lo)) * esize);
+      RM_RETURN_IF_ERROR(t.Wait(rr));
+      RM_RETURN_IF_ERROR(t.Wait(sr));
+      lo = std::min(lo, plo);
+      hi = std::max(hi, phi);
     }
   }
+  RM_RETURN_IF_ERROR(fold.Out(t, base, count * esize, 1));
   return t.WaitAll();
 }
 

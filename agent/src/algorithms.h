@@ -12,13 +12,16 @@
 
 namespace ringmaster::internal {
 
-enum class Algorithm { kRing, kRecursiveDoubling };
+enum class Algorithm { kRing, kRecursiveDoubling, kHalvingDoubling };
 const char* AlgorithmName(Algorithm a);
 
 // AUTO's rule: recursive doubling (log2 n rounds, whole message each round)
-// while it is latency-bound, the bandwidth-optimal ring above that.
+// while it is latency-bound; for more than two members halving-doubling
+// (2 log2 n rounds, bandwidth-optimal) for medium sizes; the pipelined ring
+// above that.
 Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size);
 inline constexpr size_t kSmallMessageBytes = 64 * 1024;
+inline constexpr size_t kMediumMessageBytes = 4 * 1024 * 1024;
 // For `ringmaster bench` only: make AUTO run one algorithm (nullopt: AUTO's rule).
 void ForceAlgorithmForBenchmarks(std::optional<Algorithm> algo);
 
@@ -34,6 +37,9 @@ Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataTyp
 Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op,
                      const RingTuning& tuning);
 Status RecursiveDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op);
+// Rabenseifner's: reduce-scatter by recursive halving, all-gather by
+// recursive doubling; a group size that is not a power of two folds first.
+Status HalvingDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op);
 // Binomial tree from root.
 Status BroadcastBytes(Transport& t, void* data, size_t bytes, int root);
 // out holds size() blocks of `block_bytes`; block rank() must hold our input.

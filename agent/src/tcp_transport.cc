@@ -1,6 +1,7 @@
 #include "tcp_transport.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -125,12 +126,23 @@ Status TcpTransport::Progress(bool* moved) {
 
 Status TcpTransport::WaitUntil(const std::function<bool()>& done) {
   std::vector<pollfd> pfds;
+  // Before sleeping in poll, keep trying for a short while, yielding the CPU
+  // between tries: the peer's bytes usually come within microseconds, and a
+  // sleep and wake-up costs more than that on a busy (or virtual) machine.
+  auto spin_until = Clock::now() + kSpinBeforePoll;
   while (true) {
     RM_RETURN_IF_ERROR(hooks_.abort_status());
     bool moved = false;
     RM_RETURN_IF_ERROR(Progress(&moved));
     if (done()) return OkStatus();
-    if (moved) continue;
+    if (moved) {
+      spin_until = Clock::now() + kSpinBeforePoll;
+      continue;
+    }
+    if (Clock::now() < spin_until) {
+      ::sched_yield();
+      continue;
+    }
     pfds.clear();
     for (int p = 0; p < size_; ++p) {
       short ev = 0;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <string>
@@ -18,6 +19,9 @@
 namespace ringmaster::internal {
 
 inline constexpr uint32_t kDataMagic = 0x31444d52;  // "RMD1"
+// How long a wait keeps polling without sleeping (yielding the CPU between
+// tries) after the last byte moved; measured in docs/benchmarks.md.
+inline constexpr std::chrono::microseconds kSpinBeforePoll{250};
 
 struct WireHeader {
   uint32_t magic;

@@ -72,6 +72,24 @@ def run_group(cmds, env=None, timeout=1800):
     return parse_lines(outs[0][1])
 
 
+def machine():
+    """What the figures were taken on: CPU, cores, memory, kernel."""
+    cpu = "unknown CPU"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")) / 2**20
+    except (OSError, StopIteration):
+        mem = 0
+    return f"{os.cpu_count()} vCPU ({cpu}), {mem:.0f} GiB, Linux {os.uname().release}"
+
+
+def load():
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def measure_iperf3(seconds):
     port = free_ports(1)[0]
     server = subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
@@ -144,12 +162,19 @@ def bench_tf(a, n):
     return run_group(cmds, env=envs, timeout=3600)
 
 
-def bench_ringmaster(a, n, algo):
-    # `ringmaster bench` runs its ranks as threads of one process; the peers
-    # here are N processes each, so the comparison needs a process-per-rank
-    # mode with JSON output first.
-    raise NotImplementedError("Unimplemented: ringmaster has no process-per-rank benchmark mode yet "
-                              "(the side-by-side issue); see `ringmaster bench` for in-process figures")
+def bench_ringmaster(a, n):
+    """N `ringmaster bench --member` processes, the group formed from the
+    TF_CONFIGs our generator made (as TensorFlow's is): AUTO, RING and
+    recursive doubling forced, interleaved per size, in one group."""
+    envs = []
+    for cfg in tf_configs(a, n):
+        env = dict(os.environ, TF_CONFIG=cfg)
+        for k in [k for k in env if k.startswith("RINGMASTER_")]:
+            del env[k]  # the agent's defaults, as a job without options gets
+        envs.append(env)
+    cmds = [[str(a.ringmaster), "bench", "--member", "-a", "all", "-b", str(a.min), "-e", str(a.max),
+             "-f", str(a.factor), "--batches", str(a.batches)] for _ in range(n)]
+    return run_group(cmds, env=envs)
 
 
 def busbw(row):
@@ -166,6 +191,10 @@ def human(nbytes):
     return f"{nbytes:g} TiB"
 
 
+def row_of(sel, peer, size):
+    return next((x for x in sel if f'{x["peer"]}/{x["algo"]}' == peer and x["bytes"] == size), None)
+
+
 def tables(rows, limits):
     out = []
     c = limits.get("loopback_Bps")
@@ -177,25 +206,63 @@ def tables(rows, limits):
         if c:
             out.append(f"Loopback TCP C = {c / 1e9:.2f} GB/s (iperf3); ring bound on busbw = C/N = "
                        f"{c / n / 1e9:.2f} GB/s; 0.7 x C/N = {0.7 * c / n / 1e9:.2f} GB/s.\n")
-        out.append("Each cell: median time (µs) / busbw (GB/s); `!` marks a wrong result.\n")
-        out.append("| size | " + " | ".join(peers) + " | ringmaster/best TCP (busbw) |")
-        out.append("|---" * (len(peers) + 2) + "|")
+        out.append("Each cell: median time per call (µs) / busbw (GB/s); `!` marks a wrong result. "
+                   "ratio = busbw of ringmaster/auto / busbw of the best TCP peer at that size "
+                   "(the same as best time / our time; >= 1 means Ringmaster is as fast or faster).\n")
+        out.append("| size | " + " | ".join(peers) + " | best TCP peer | ratio |")
+        out.append("|---" * (len(peers) + 3) + "|")
+        ratios = {}
         for s in sizes:
-            cells, best_tcp, ours = [], None, None
+            cells, best_tcp, best_name, ours = [], None, "-", None
             for p in peers:
-                r = next((x for x in sel if f'{x["peer"]}/{x["algo"]}' == p and x["bytes"] == s), None)
+                r = row_of(sel, p, s)
                 if not r:
                     cells.append("-")
                     continue
                 _, bb = busbw(r)
                 cells.append(f'{r["median_us"]:.1f} / {bb / 1e9:.3f}' + ("" if r["correct"] else " !"))
-                if p in TCP_PEERS and r["correct"]:
-                    best_tcp = max(best_tcp or 0, bb)
+                if p in TCP_PEERS and r["correct"] and bb > (best_tcp or 0):
+                    best_tcp, best_name = bb, p
                 if p == "ringmaster/auto" and r["correct"]:
                     ours = bb
-            ratio = f"{ours / best_tcp:.2f}" if ours and best_tcp else "-"
-            out.append(f"| {human(s)} | " + " | ".join(cells) + f" | {ratio} |")
+            ratio = ours / best_tcp if ours and best_tcp else None
+            ratios[s] = ratio
+            out.append(f"| {human(s)} | " + " | ".join(cells) + f" | {best_name} | "
+                       + (f"{ratio:.2f}" if ratio else "-") + " |")
+        out.append("")
+        out.append(targets(sel, n, sizes, ratios, c))
     return "\n".join(out) + "\n"
+
+
+def targets(sel, n, sizes, ratios, c):
+    """The issue's performance targets for one group size, as a list."""
+    def verdict(ok):
+        return "**holds**" if ok else "**not met**"
+    lines = [f"Targets, N = {n}:"]
+    big = [s for s in sizes if s >= 64 << 10 and ratios.get(s) is not None]
+    miss = [f"{human(s)} ({ratios[s]:.2f})" for s in big if ratios[s] < 1.0]
+    lines.append(f"- busbw >= 1.0x best TCP peer at every size >= 64 KiB: {verdict(big and not miss)}"
+                 + (f"; below at {', '.join(miss)}" if miss else "")
+                 + (f" (lowest {min(ratios[s] for s in big):.2f})" if big else ""))
+    small = [s for s in sizes if s <= 4 << 10 and ratios.get(s) is not None]
+    miss = [f"{human(s)} ({ratios[s]:.2f})" for s in small if ratios[s] < 1.0]
+    lines.append(f"- latency <= 1.0x best TCP peer at sizes <= 4 KiB: {verdict(small and not miss)}"
+                 + (f"; slower at {', '.join(miss)}" if miss else "")
+                 + (f" (lowest ratio {min(ratios[s] for s in small):.2f})" if small else ""))
+    s64 = 64 << 20
+    ours, tf = row_of(sel, "ringmaster/auto", s64), row_of(sel, "tensorflow/ring", s64)
+    if ours and tf:
+        r = busbw(ours)[1] / busbw(tf)[1]
+        lines.append(f"- busbw >= 1.5x TensorFlow's at 64 MiB: {verdict(r >= 1.5)} ({r:.2f}x)")
+    else:
+        lines.append("- busbw >= 1.5x TensorFlow's at 64 MiB: not measured")
+    if ours and c:
+        r = busbw(ours)[1] / (c / n)
+        lines.append(f"- busbw at 64 MiB >= 0.7 x C/N: {verdict(r >= 0.7)} ({busbw(ours)[1] / 1e9:.3f} GB/s "
+                     f"= {r:.2f} x C/N)")
+    else:
+        lines.append("- busbw at 64 MiB >= 0.7 x C/N: not measured")
+    return "\n".join(lines) + "\n"
 
 
 def plot(rows, path):
@@ -241,7 +308,9 @@ def main():
     p.add_argument("--peers", default="ringmaster,gloo,mpi,tensorflow")
     p.add_argument("--iperf-seconds", type=int, default=5)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--command", default=" ".join(sys.argv), help="the command to name in the tables")
     a = p.parse_args()
+    started, load_start = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), load()
     a.out.mkdir(parents=True, exist_ok=True)
     peers = set(a.peers.split(","))
 
@@ -257,8 +326,7 @@ def main():
     for n in [int(x) for x in a.n.split(",")]:
         jobs = []
         if "ringmaster" in peers:
-            jobs += [(f"ringmaster/{algo}", lambda n=n, algo=algo: bench_ringmaster(a, n, algo))
-                     for algo in ["auto", "ring", "halving_doubling"]]
+            jobs.append(("ringmaster/auto,ring,rd", lambda n=n: bench_ringmaster(a, n)))
         if "gloo" in peers:
             jobs += [(f"gloo/{algo}", lambda n=n, algo=algo: bench_gloo(a, n, algo)) for algo in GLOO_ALGOS]
         if "mpi" in peers:
@@ -291,7 +359,10 @@ def main():
             ab, bb = busbw(r)
             f.write(f'{r["peer"]},{r["algo"]},{r["n"]},{r["bytes"]},{r["median_us"]},{r["min_us"]},{r["max_us"]},'
                     f'{ab / 1e9:.4f},{bb / 1e9:.4f},{str(r["correct"]).lower()}\n')
-    text = (f"Limits in this run: memcpy {limits['memcpy_GBps']:.2f} GB/s (one thread), "
+    text = (f"Command: `{a.command}` ({started}, {len(rows)} measurements)\n\n"
+            f"Machine: {machine()}; load average (1 / 5 / 15 min) {load_start} at the start, "
+            f"{load()} at the end.\n\n"
+            f"Limits in this run: memcpy {limits['memcpy_GBps']:.2f} GB/s (one thread), "
             f"loopback TCP {limits['loopback_Bps'] / 1e9:.2f} GB/s (iperf3, one stream).\n" + tables(rows, limits))
     if failures:
         text += "\nFailures:\n" + "".join(f"- {x}\n" for x in failures)

@@ -134,6 +134,8 @@ TEST(Packing, AutoSizeIsBounded) {
 TEST(Algorithms, AutoPicksByMessageSize) {
   EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 1024, 4), Algorithm::kRecursiveDoubling);
   EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 64 << 20, 4), Algorithm::kRing);
+  EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 1 << 20, 4), Algorithm::kHalvingDoubling);
+  EXPECT_EQ(ChooseAlgorithm(Implementation::kAuto, 1 << 20, 2), Algorithm::kRing);
   EXPECT_EQ(ChooseAlgorithm(Implementation::kRing, 8, 4), Algorithm::kRing);
 }
 
@@ -195,7 +197,12 @@ std::vector<AlgoCase> Cases() {
     for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{64}, size_t{1001}}) {
       out.push_back({n, count, Algorithm::kRing});
       out.push_back({n, count, Algorithm::kRecursiveDoubling});
+      out.push_back({n, count, Algorithm::kHalvingDoubling});
     }
+  }
+  for (int n : {6, 7}) {  // folds of two and three pairs around four
+    for (size_t count : {size_t{1}, size_t{7}, size_t{1001}})
+      out.push_back({n, count, Algorithm::kHalvingDoubling});
   }
   return out;
 }
@@ -204,7 +211,9 @@ INSTANTIATE_TEST_SUITE_P(GroupsAndCounts, AllReduceOverLocal, ::testing::ValuesI
                          [](const auto& info) {
                            return "n" + std::to_string(info.param.n) + "_count" +
                                   std::to_string(info.param.count) +
-                                  (info.param.algo == Algorithm::kRing ? "_ring" : "_rd");
+                                  (info.param.algo == Algorithm::kRing                ? "_ring"
+                                   : info.param.algo == Algorithm::kRecursiveDoubling ? "_rd"
+                                                                                      : "_hd");
                          });
 
 TEST(Algorithms, BroadcastAndAllGatherOverLocal) {

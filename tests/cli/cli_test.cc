@@ -102,6 +102,20 @@ TEST(Cli, TfConfigPrintsKubeflowShape) {
   EXPECT_EQ(Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica launcher:0").exit_code, 2);
 }
 
+TEST(Cli, BenchRunsOneProcessPerRankAndChecksEveryResult) {
+  // Three processes (a group that is not a power of two), every algorithm,
+  // three sizes: whether the results are right, not how fast they came.
+  auto r = Ringmaster("bench -n 3 -b 4 -e 64K -f 64 --batches 1 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(CountLines(r.output, R"("peer":"ringmaster")"), 12) << r.output;  // 3 sizes x 4 algorithms
+  EXPECT_EQ(CountLines(r.output, R"("n":3)"), 12) << r.output;
+  EXPECT_EQ(CountLines(r.output, R"("correct":true)"), 12) << r.output;
+  for (const char* algo : {"auto", "ring", "rd", "hd"}) {
+    EXPECT_EQ(CountLines(r.output, std::string(R"("algo":")") + algo + "\""), 3) << algo;
+  }
+  EXPECT_EQ(Ringmaster("bench -a nonsense").exit_code, 2);
+}
+
 TEST(Cli, RunFailsWhenAWorkerFailsWithRestartPolicyNever) {
   auto r = Ringmaster("run " + Src("tests/cli/jobs/worker-fails-never.yaml"));
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -135,6 +149,15 @@ TEST(Cli, RunRestartsRetryableExitCodesAndSucceeds) {
   EXPECT_NE(r.output.find("[worker-0] hello RING 1024 7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("worker-0: exited with code 137"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("Succeeded (JobSucceeded"), std::string::npos) << r.output;
+}
+
+TEST(Cli, RunExpandsVariablesAsTheKubeletDoes) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/expands-vars.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // Defined: replaced; "$$": escaped; undefined or defined later: kept as written.
+  EXPECT_NE(r.output.find("[worker-0] got: hello world | $(GREETING) | RING | $(UNDEFINED_X) | [$(LATER)]"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, RunQuickstart) {

@@ -3,15 +3,22 @@
 Driver (no --task): for tests/tf/job.yaml (a chief and two workers) it asks
 `ringmaster tfconfig` for each replica's TF_CONFIG, checks its shape, maps the
 service addresses to 127.0.0.1 ports and starts three TensorFlow processes
-with exactly those configs. Cases:
+with exactly those configs. Then it does the same with three processes of
+Ringmaster's agent (libringmaster.so through its C API, via ctypes; no
+TensorFlow in them), with TF_CONFIGs of the same shape on fresh ports and the
+job's RINGMASTER_* options, as the operator injects them. Cases:
 
   allreduce  every task all-reduces the same list of tensors (several packs
              at bytesPerPack 1024) in MultiWorkerMirroredStrategy with
              CommunicationOptions(bytes_per_pack, timeout_seconds,
              implementation=RING) from the job; the results must be equal on
-             every task and to the exact sum computed here.
+             every task and to the exact sum computed here; Ringmaster's
+             rm_allreduce of the same inputs with the same options must give
+             the same result, element for element.
   stall      worker 1 never joins the all-reduce; TensorFlow's own timeout
-             must raise DeadlineExceededError on the chief and worker 0.
+             must raise DeadlineExceededError on the chief and worker 0, and
+             Ringmaster's timeout must fail rm_allreduce with
+             DEADLINE_EXCEEDED on both of them, too.
 
 Exit 0 on success; any failure says what differed.
 """
@@ -87,6 +94,58 @@ def task_main(args):
     os._exit(0)
 
 
+def ringmaster_task_main(args):
+    """One task of the group on Ringmaster's agent: the C API over ctypes."""
+    import ctypes
+    import numpy as np
+
+    lib = ctypes.CDLL(args.libringmaster)
+
+    class Tensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("count", ctypes.c_int64), ("dtype", ctypes.c_int)]
+
+    class Options(ctypes.Structure):
+        _fields_ = [("bytes_per_pack", ctypes.c_int64), ("timeout_seconds", ctypes.c_double),
+                    ("implementation", ctypes.c_int)]
+
+    rm_float32, rm_sum, rm_ring, rm_deadline_exceeded = 2, 0, 1, 4
+    lib.rm_communicator_create_from_env.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.rm_allreduce.argtypes = [ctypes.c_void_p, ctypes.POINTER(Tensor), ctypes.c_size_t, ctypes.c_int,
+                                 ctypes.POINTER(Options)]
+    lib.rm_communicator_destroy.argtypes = [ctypes.c_void_p]
+    lib.rm_last_error.restype = ctypes.c_char_p
+
+    tf_config = json.loads(os.environ["TF_CONFIG"])
+    task_type, index = tf_config["task"]["type"], tf_config["task"]["index"]
+    report = {"task": f"{task_type}:{index}", "cluster": tf_config["cluster"], "engine": "ringmaster"}
+    comm = ctypes.c_void_p()
+    if lib.rm_communicator_create_from_env(ctypes.byref(comm)) != 0:
+        report["error"] = "formation: " + lib.rm_last_error().decode()
+        print(json.dumps(report), flush=True)
+        os._exit(0)
+    # The options TensorFlow gets in task_main, as one per-call rm_options.
+    timeout = STALL_TIMEOUT if args.case == "stall" else float(os.environ["RINGMASTER_TIMEOUT_SECONDS"])
+    opts = Options(int(os.environ["RINGMASTER_BYTES_PER_PACK"]), timeout, rm_ring)
+    if args.case == "stall" and task_type == "worker" and index == 1:
+        print(json.dumps(dict(report, stalled=True)), flush=True)
+        time.sleep(120)  # a member of the group that never joins the all-reduce: the driver ends it
+        return 0
+    arrays = [np.ascontiguousarray(values(task_type, index, s)) for s in SHAPES]
+    tensors = (Tensor * len(arrays))(*[Tensor(a.ctypes.data, a.size, rm_float32) for a in arrays])
+    t0 = time.monotonic()
+    rc = lib.rm_allreduce(comm, tensors, len(arrays), rm_sum, ctypes.byref(opts))
+    report["seconds"] = round(time.monotonic() - t0, 2)
+    if rc == 0:
+        report["result"] = [a.tolist() for a in arrays]
+    else:
+        report["error"] = "DeadlineExceeded" if rc == rm_deadline_exceeded else f"status {rc}"
+        report["message"] = lib.rm_last_error().decode()[:300]
+    print(json.dumps(report), flush=True)
+    if rc == 0:
+        lib.rm_communicator_destroy(comm)  # an orderly goodbye
+    os._exit(0)
+
+
 def free_ports(n):
     socks = [socket.socket() for _ in range(n)]
     for s in socks:
@@ -102,8 +161,9 @@ def fail(msg):
     sys.exit(1)
 
 
-def run_once(args):
-    """One cluster of three TensorFlow tasks -> (reports, None) or (None, crash)."""
+def run_once(args, engine="tensorflow"):
+    """One cluster of three tasks (TensorFlow's, or Ringmaster's agent) ->
+    (reports, None) or (None, crash)."""
     here = Path(__file__).resolve().parent
     job = here / "job.yaml"
     tasks = TASKS
@@ -129,8 +189,11 @@ def run_once(args):
         env = dict(os.environ, TF_CONFIG=configs[(t, i)], RINGMASTER_IMPLEMENTATION="RING",
                    RINGMASTER_BYTES_PER_PACK="1024", RINGMASTER_TIMEOUT_SECONDS="30",
                    TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-        procs[(t, i)] = subprocess.Popen([sys.executable, __file__, "--task", "--case", args.case], env=env,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cmd = [sys.executable, __file__, "--task", "--case", args.case]
+        if engine == "ringmaster":
+            env["RINGMASTER_FORMATION_TIMEOUT_SECONDS"] = "60"
+            cmd += ["--engine", "ringmaster", "--libringmaster", args.libringmaster]
+        procs[(t, i)] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     reports = {}
     try:
         deadline = time.monotonic() + args.timeout
@@ -140,12 +203,12 @@ def run_once(args):
             try:
                 out, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                fail(f"{key} did not finish within {args.timeout}s (a hang)")
+                fail(f"{engine} {key} did not finish within {args.timeout}s (a hang)")
             lines = [l for l in out.splitlines() if l.startswith("{")]
             if not lines:
                 if p.returncode == -6 and TF_ABORT_CRASH in err:
                     return None, f"{key} exited -6 inside TensorFlow's abort: {err[-3000:]}"
-                fail(f"{key} exited {p.returncode}: {err[-3000:]}")
+                fail(f"{engine} {key} exited {p.returncode}: {err[-3000:]}")
             reports[key] = json.loads(lines[-1])
     finally:
         for p in procs.values():
@@ -168,28 +231,43 @@ def driver(args):
     else:
         fail(f"TensorFlow crashed in its abort path on all {ATTEMPTS} attempts: {crash}")
 
+    ours, crash = run_once(args, engine="ringmaster")
+    if ours is None:
+        fail(f"ringmaster: {crash}")
+
     if args.case == "allreduce":
         import numpy as np
         want = expected(TASKS)
-        for key, r in reports.items():
-            if "result" not in r:
-                fail(f"{key}: no result: {r}")
-            for k, (got, exp) in enumerate(zip(r["result"], want)):
-                if not np.array_equal(np.asarray(got, dtype=np.float32), exp):
-                    fail(f"{key}: tensor {k} differs from the exact sum")
+        for engine, got_reports in [("tensorflow", reports), ("ringmaster", ours)]:
+            for key, r in got_reports.items():
+                if "result" not in r:
+                    fail(f"{engine} {key}: no result: {r}")
+                for k, (got, exp) in enumerate(zip(r["result"], want)):
+                    if not np.array_equal(np.asarray(got, dtype=np.float32), exp):
+                        fail(f"{engine} {key}: tensor {k} differs from the exact sum")
+        # TensorFlow's result against Ringmaster's, element for element, task by task.
+        for key in reports:
+            for k, (tf_t, rm_t) in enumerate(zip(reports[key]["result"], ours[key]["result"])):
+                a, b = np.asarray(tf_t, dtype=np.float32), np.asarray(rm_t, dtype=np.float32)
+                if a.shape != b.shape or not np.array_equal(a, b):
+                    fail(f"{key}: tensor {k}: TensorFlow's all-reduce and Ringmaster's differ")
         if args.result_file:
             Path(args.result_file).write_text(json.dumps(reports[("chief", 0)]["result"]))
         print(f"ok: 3 TensorFlow tasks formed the cluster from ringmaster's TF_CONFIG and all-reduced "
               f"{len(SHAPES)} tensors exactly")
+        print(f"ok: Ringmaster's all-reduce of the same inputs ({len(SHAPES)} tensors, "
+              f"3 processes, the same TF_CONFIG shape and options) equals TensorFlow's element for element")
     else:
-        for key in [("chief", 0), ("worker", 0)]:
-            r = reports[key]
-            if r.get("error") != "DeadlineExceededError":
-                fail(f"{key}: expected DeadlineExceededError, got {r}")
-            if r["seconds"] > STALL_TIMEOUT + 30:
-                fail(f"{key}: the timeout took {r['seconds']}s")
-            print(f"ok: {key[0]}:{key[1]} raised DeadlineExceededError after {r['seconds']}s "
-                  f"(timeout_seconds={STALL_TIMEOUT}): {r['message']}")
+        for engine, got_reports, want_error in [("tensorflow", reports, "DeadlineExceededError"),
+                                                ("ringmaster", ours, "DeadlineExceeded")]:
+            for key in [("chief", 0), ("worker", 0)]:
+                r = got_reports[key]
+                if r.get("error") != want_error:
+                    fail(f"{engine} {key}: expected {want_error}, got {r}")
+                if r["seconds"] > STALL_TIMEOUT + 30:
+                    fail(f"{engine} {key}: the timeout took {r['seconds']}s")
+                print(f"ok: {engine} {key[0]}:{key[1]} raised {want_error} after {r['seconds']}s "
+                      f"(timeout_seconds={STALL_TIMEOUT}): {r['message']}")
     return 0
 
 
@@ -198,10 +276,17 @@ def main():
     p.add_argument("--case", choices=["allreduce", "stall"], default="allreduce")
     p.add_argument("--task", action="store_true", help="run as one TensorFlow task (internal)")
     p.add_argument("--ringmaster", default="ringmaster")
+    p.add_argument("--engine", choices=["tensorflow", "ringmaster"], default="tensorflow",
+                   help="with --task: whose all-reduce the task runs (internal)")
+    p.add_argument("--libringmaster", help="path of libringmaster.so (Ringmaster's C API)")
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--result-file")
     a = p.parse_args()
-    return task_main(a) if a.task else driver(a)
+    if a.task:
+        return ringmaster_task_main(a) if a.engine == "ringmaster" else task_main(a)
+    if not a.libringmaster:
+        fail("--libringmaster is required: the test compares TensorFlow's all-reduce with Ringmaster's")
+    return driver(a)
 
 
 if __name__ == "__main__":
