@@ -16,6 +16,7 @@
 
 #include "algorithms.h"
 #include "control.h"
+#include "gpu/gpu_backend.h"
 #include "impl.h"
 #include "kernels.h"
 #include "packing.h"
@@ -241,10 +242,12 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
     else
       hosts_.push_back(m.address);
   }
+  gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
   StopThreads(/*goodbye=*/true);
+  if (gpu_) gpu_->Shutdown();
   if (service_) service_->Shutdown();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
@@ -522,6 +525,8 @@ void CommunicatorImpl::StopThreads(bool goodbye) {
   }
   for (auto& slot : slots_) {
     if (slot->thread.joinable()) slot->thread.join();
+    std::unique_lock<std::mutex> sl(slot->mu);
+    slot->cv.wait(sl, [&] { return !slot->busy; });  // a caller running a collective inline
   }
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -576,34 +581,44 @@ void CommunicatorImpl::ExecutorLoop(Slot* slot) {
     Op op;
     {
       std::unique_lock<std::mutex> lock(slot->mu);
-      slot->cv.wait(lock, [&] { return slot->stop || !slot->queue.empty(); });
+      slot->cv.wait(lock, [&] { return slot->stop || (!slot->queue.empty() && !slot->busy); });
       if (slot->queue.empty()) return;
       op = std::move(slot->queue.front());
       slot->queue.pop_front();
+      slot->busy = true;
     }
     slot->cv.notify_all();  // room for a blocked submitter
-    auto& group = op.call->group;
-    Status st = group->AbortStatus();
-    const Deadline deadline = op.call->deadline;
-    if (st.ok() && Clock::now() >= deadline) {
-      st = DeadlineExceededError(op.what + " did not start before its deadline on " + names_[rank_]);
-      group->Abort(st, true);
-    } else if (st.ok()) {
-      slot->transport->Begin(op.seq, deadline);
-      st = op.run(*slot->transport);
-      if (!st.ok()) {
-        if (st.code() == StatusCode::kDeadlineExceeded && group->AbortStatus().ok()) {
-          st = DeadlineExceededError(op.what + " (collective #" + std::to_string(op.seq) +
-                                     ") did not finish within its timeout on " + names_[rank_]);
-        }
-        // Whatever broke this collective breaks the group: tell everyone.
-        group->Abort(st, true);
-        Status cause = group->AbortStatus();
-        if (st.code() != StatusCode::kDeadlineExceeded && !cause.ok()) st = cause;
-      }
+    Status st = RunOp(slot, op);
+    {
+      std::lock_guard<std::mutex> lock(slot->mu);
+      slot->busy = false;
     }
     op.call->Finish(st);
   }
+}
+
+Status CommunicatorImpl::RunOp(Slot* slot, const Op& op) {
+  auto& group = op.call->group;
+  Status st = group->AbortStatus();
+  const Deadline deadline = op.call->deadline;
+  if (st.ok() && Clock::now() >= deadline) {
+    st = DeadlineExceededError(op.what + " did not start before its deadline on " + names_[rank_]);
+    group->Abort(st, true);
+  } else if (st.ok()) {
+    slot->transport->Begin(op.seq, deadline);
+    st = op.run(*slot->transport);
+    if (!st.ok()) {
+      if (st.code() == StatusCode::kDeadlineExceeded && group->AbortStatus().ok()) {
+        st = DeadlineExceededError(op.what + " (collective #" + std::to_string(op.seq) +
+                                   ") did not finish within its timeout on " + names_[rank_]);
+      }
+      // Whatever broke this collective breaks the group: tell everyone.
+      group->Abort(st, true);
+      Status cause = group->AbortStatus();
+      if (st.code() != StatusCode::kDeadlineExceeded && !cause.ok()) st = cause;
+    }
+  }
+  return st;
 }
 
 void CommunicatorImpl::MonitorLoop(std::shared_ptr<GroupShared> group, std::vector<int> fds) {
@@ -725,7 +740,7 @@ CollectiveHandle CommunicatorImpl::Failed(const Status& s) {
 }
 
 StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOptions& o,
-                                                         std::span<const Tensor> tensors) {
+                                                         std::span<const Tensor> tensors, bool* device) {
   RM_RETURN_IF_ERROR(o.Validate());
   CommunicationOptions merged = settings_.defaults.Merge(o);
   RM_RETURN_IF_ERROR(merged.Validate());
@@ -735,11 +750,25 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
     if (!ValidDType(t.dtype)) return InvalidArgumentError(where + ".dtype: unknown data type");
     if (t.count < 0) return InvalidArgumentError(where + ".count must be >= 0");
     if (t.count > 0 && !t.data) return InvalidArgumentError(where + ".data is null");
-    if (t.memory == MemoryKind::kDevice) {
-      return UnimplementedError(where +
-                                ": GPU memory needs the NCCL backend, which this build does not have yet");
+    if (t.memory != MemoryKind::kHost && t.memory != MemoryKind::kDevice) {
+      return InvalidArgumentError(where + ".memory: unknown memory kind");
     }
-    if (t.memory != MemoryKind::kHost) return InvalidArgumentError(where + ".memory: unknown memory kind");
+  }
+  // GPU memory is recognised per tensor (gpu/gpu_backend.h); a call takes
+  // host tensors or GPU tensors, never both.
+  auto on_gpu = gpu_->IsDeviceCall(tensors);
+  if (!on_gpu.ok()) return on_gpu.status();
+  if (*on_gpu) {
+    if (!device) {
+      return UnimplementedError(
+          "GPU memory: only AllReduce takes GPU tensors so far (copy them to host memory for broadcast, "
+          "all-gather and reduce)");
+    }
+    *device = true;
+    return merged;
+  }
+  if (!host_choice_logged_.exchange(true)) {
+    DebugLog(std::string(ImplementationName(merged.implementation)) + " on host memory: the CPU engine");
   }
   if (merged.implementation == Implementation::kNccl) {
     if (!nccl_warned_.exchange(true)) {
@@ -751,7 +780,7 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
 }
 
 CollectiveHandle CommunicatorImpl::Submit(std::vector<Op> ops, const CommunicationOptions& o,
-                                          const std::string& what) {
+                                          const std::string& what, bool sync) {
   auto call = std::make_shared<CallState>();
   call->what = what;
   call->deadline = DeadlineAfter(o.EffectiveTimeout().value_or(0));
@@ -768,11 +797,40 @@ CollectiveHandle CommunicatorImpl::Submit(std::vector<Op> ops, const Communicati
   call->group = group_;
   call->pending = static_cast<int>(ops.size());
   if (ops.empty()) return CollectiveHandle(call);
+  if (sync && ops.size() == 1) {
+    // A caller about to wait for one collective whose stream is idle runs it
+    // itself: the executor's hand-offs (two thread wake-ups) would cost more
+    // than a small all-reduce. Order is kept: the stream is idle and its
+    // queue empty, so every earlier collective on it has finished, and a
+    // later one waits for `busy` to clear.
+    Op& op = ops.front();
+    op.seq = next_seq_++;
+    op.call = call;
+    if (op.what.empty()) op.what = what;
+    Slot* slot = slots_[(op.slot >= 0 ? static_cast<uint64_t>(op.slot) : op.seq) % slots_.size()].get();
+    std::unique_lock<std::mutex> sl(slot->mu);
+    if (!slot->stop && !slot->busy && slot->queue.empty()) {
+      slot->busy = true;
+      sl.unlock();
+      lock.unlock();
+      Status st = RunOp(slot, op);
+      sl.lock();
+      slot->busy = false;
+      // Under the lock: the executor may have work queued behind us, and
+      // StopThreads waits for `busy` to clear before it frees the slot.
+      slot->cv.notify_all();
+      sl.unlock();
+      call->Finish(st);
+      return CollectiveHandle(call);
+    }
+    sl.unlock();
+    --next_seq_;  // queue it as usual, under the same sequence number
+  }
   for (auto& op : ops) {
     op.seq = next_seq_++;
     op.call = call;
     if (op.what.empty()) op.what = what;
-    Slot* slot = slots_[op.seq % slots_.size()].get();
+    Slot* slot = slots_[(op.slot >= 0 ? static_cast<uint64_t>(op.slot) : op.seq) % slots_.size()].get();
     std::unique_lock<std::mutex> sl(slot->mu);
     // Bounded queue: a caller far ahead of the network waits here.
     slot->cv.wait(sl, [&] { return slot->queue.size() < 4096 || slot->stop; });
@@ -789,10 +847,22 @@ CollectiveHandle CommunicatorImpl::Submit(std::vector<Op> ops, const Communicati
 }
 
 CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
-                                                  const CommunicationOptions& o) {
+                                                  const CommunicationOptions& o, bool sync) {
   if (!ValidOp(op)) return Failed(InvalidArgumentError("op: unknown reduce operation"));
-  auto merged = Resolve(o, tensors);
+  bool device = false;
+  auto merged = Resolve(o, tensors, &device);
   if (!merged.ok()) return Failed(merged.status());
+  if (device) {
+    std::shared_ptr<GroupShared> group;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      group = group_;
+    }
+    auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, std::move(group));
+    if (!gpu_ops.ok()) return Failed(gpu_ops.status());
+    return Submit(std::move(*gpu_ops), *merged,
+                  "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors");
+  }
   size_t total = 0;
   for (const auto& t : tensors) total += t.count > 0 ? t.bytes() : 0;
   int64_t per_pack =
@@ -835,7 +905,8 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
     };
     ops.push_back(std::move(o2));
   }
-  return Submit(std::move(ops), *merged, "all-reduce of " + std::to_string(tensors.size()) + " tensors");
+  return Submit(std::move(ops), *merged, "all-reduce of " + std::to_string(tensors.size()) + " tensors",
+                sync);
 }
 
 CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensors, int root,
@@ -881,7 +952,7 @@ CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor
   return Submit(std::move(ops), *merged, "all-gather");
 }
 
-CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o) {
+CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, bool sync) {
   auto merged = Resolve(o, {});
   if (!merged.ok()) return Failed(merged.status());
   std::vector<Op> ops;
@@ -893,7 +964,7 @@ CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o) {
     };
     ops.push_back(std::move(op));
   }
-  return Submit(std::move(ops), *merged, "barrier");
+  return Submit(std::move(ops), *merged, "barrier", sync);
 }
 
 }  // namespace internal
@@ -927,7 +998,7 @@ std::string Communicator::TaskName(int r) const {
 
 Status Communicator::AllReduce(std::span<const Tensor> tensors, ReduceOp op,
                                const CommunicationOptions& options) {
-  return impl_->AllReduceAsync(tensors, op, options).Wait();
+  return impl_->AllReduceAsync(tensors, op, options, /*sync=*/true).Wait();
 }
 CollectiveHandle Communicator::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
                                               const CommunicationOptions& options) {
@@ -942,7 +1013,7 @@ Status Communicator::AllGather(const Tensor& input, const Tensor& output,
   return impl_->AllGatherAsync(input, output, options).Wait();
 }
 Status Communicator::Barrier(const CommunicationOptions& options) {
-  return impl_->BarrierAsync(options).Wait();
+  return impl_->BarrierAsync(options, /*sync=*/true).Wait();
 }
 
 Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape,
@@ -961,8 +1032,7 @@ Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const in
                                 std::to_string(elems) + " elements)");
   }
   if (value.memory != MemoryKind::kHost || output.memory != MemoryKind::kHost) {
-    return UnimplementedError(
-        "Reduce: GPU memory needs the NCCL backend, which this build does not have yet");
+    return UnimplementedError("Reduce: GPU memory is not supported yet (AllReduce takes GPU tensors)");
   }
   const int rank_count = static_cast<int>(shape.size());
   if (!axis) {

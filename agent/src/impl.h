@@ -24,6 +24,7 @@ class Server;
 namespace ringmaster::internal {
 
 class AgentService;
+class GpuBackend;
 
 // What every thread and every handle shares: the abort state of one
 // formation of the group, and the control connections that carry aborts.
@@ -62,6 +63,7 @@ struct Op {
   std::string what;
   std::function<Status(TcpTransport&)> run;
   std::shared_ptr<CallState> call;
+  int slot = -1;  // >= 0: always this executor slot (GPU calls: one order for NCCL)
 };
 
 class CommunicatorImpl {
@@ -78,11 +80,13 @@ class CommunicatorImpl {
   int size() const { return size_; }
   const std::string& name(int r) const { return names_[r]; }
 
-  CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
-                                  const CommunicationOptions& o);
+  // sync: the caller waits for the handle at once, so a call of one pack
+  // whose stream is idle runs on the caller's thread (no hand-off).
+  CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& o,
+                                  bool sync = false);
   CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
   CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
-  CollectiveHandle BarrierAsync(const CommunicationOptions& o);
+  CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
   static CollectiveHandle Failed(const Status& s);
 
  private:
@@ -91,6 +95,7 @@ class CommunicatorImpl {
     std::condition_variable cv;
     std::deque<Op> queue;
     bool stop = false;
+    bool busy = false;  // an op is running on the transport (executor or an inline caller)
     std::unique_ptr<TcpTransport> transport;
     std::thread thread;
   };
@@ -98,9 +103,14 @@ class CommunicatorImpl {
   void StartThreads(std::vector<std::vector<int>> conns, std::shared_ptr<GroupShared> group);
   void StopThreads(bool goodbye);
   void ExecutorLoop(Slot* slot);
+  Status RunOp(Slot* slot, const Op& op);  // on the thread that holds slot->busy
   void MonitorLoop(std::shared_ptr<GroupShared> group, std::vector<int> fds);
-  StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors);
-  CollectiveHandle Submit(std::vector<Op> ops, const CommunicationOptions& o, const std::string& what);
+  // Validates and merges; `device` (only callers that take GPU memory pass
+  // it) is set for a call of GPU tensors.
+  StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
+                                         bool* device = nullptr);
+  CollectiveHandle Submit(std::vector<Op> ops, const CommunicationOptions& o, const std::string& what,
+                          bool sync = false);
 
   CommunicatorSettings settings_;
   int rank_, size_;
@@ -118,6 +128,8 @@ class CommunicatorImpl {
   int monitor_wake_fd_ = -1;
   std::atomic<bool> monitor_stop_{false};
   std::atomic<bool> nccl_warned_{false};
+  std::atomic<bool> host_choice_logged_{false};
+  std::unique_ptr<GpuBackend> gpu_;  // GPU memory: NCCL or host staging (gpu/gpu_backend.h)
 };
 
 }  // namespace ringmaster::internal

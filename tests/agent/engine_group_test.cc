@@ -302,13 +302,22 @@ TEST(Options, ValidationNamesTheFieldAndMergeFollowsTf) {
   EXPECT_NE(s.message().find("timeout_seconds"), std::string::npos) << s.message();
   s = g[0]->AllReduce({&t, 1}, static_cast<ReduceOp>(17));
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  // Host memory marked as GPU memory: Unimplemented without the GPU backend
+  // (RINGMASTER_WITH_NCCL=OFF), Unavailable where the CUDA runtime cannot be
+  // loaded, InvalidArgument where it can (the pointer is host memory). The
+  // GPU backend's own tests are in tests/gpu.
+  auto refused = [](const Status& st) {
+    return st.code() == StatusCode::kUnimplemented || st.code() == StatusCode::kUnavailable ||
+           st.code() == StatusCode::kInvalidArgument;
+  };
   Tensor gpu{&x, 1, DataType::kFloat32, MemoryKind::kDevice};
   s = g[0]->AllReduce({&gpu, 1}, ReduceOp::kSum);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  EXPECT_TRUE(refused(s)) << s.ToString();
   CommunicationOptions nccl;
   nccl.implementation = Implementation::kNccl;
   s = g[0]->AllReduce({&gpu, 1}, ReduceOp::kSum, nccl);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(refused(s)) << s.ToString();
+  EXPECT_TRUE(g[0]->health().ok());
   // NCCL on host memory runs the ring (with one warning) and gives the right answer.
   std::vector<Status> st(2);
   std::vector<float> vals = {1, 2};

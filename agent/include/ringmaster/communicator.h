@@ -26,7 +26,9 @@ namespace ringmaster {
 // Values are part of the C API (ringmaster.h): never renumber.
 enum class DataType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2, kFloat64 = 3, kInt32 = 4, kInt64 = 5 };
 enum class ReduceOp : int { kSum = 0, kMean = 1, kMin = 2, kMax = 3, kProduct = 4 };
-// Where a tensor's bytes live: device memory needs the NCCL backend.
+// Where a tensor's bytes live. GPU memory is also recognised from the
+// pointer itself (cudaPointerGetAttributes) once the process uses CUDA;
+// kDevice says so explicitly (and loads the CUDA runtime if need be).
 enum class MemoryKind : int { kHost = 0, kDevice = 1 };
 
 size_t DataTypeSize(DataType dtype);
@@ -40,6 +42,10 @@ struct Tensor {
   int64_t count = 0;  // elements
   DataType dtype = DataType::kFloat32;
   MemoryKind memory = MemoryKind::kHost;
+  // GPU memory only: the cudaStream_t whose work produces `data` (nullptr:
+  // the legacy default stream). The agent waits for it through an event
+  // recorded when the call is made; the call is complete when Wait() returns.
+  void* stream = nullptr;
   size_t bytes() const { return static_cast<size_t>(count) * DataTypeSize(dtype); }
 };
 

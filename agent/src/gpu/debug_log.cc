@@ -1,0 +1,21 @@
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "gpu/gpu_backend.h"
+
+namespace ringmaster::internal {
+
+bool DebugLogEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("RINGMASTER_LOG_LEVEL");
+    return v && std::string(v) == "debug";
+  }();
+  return on;
+}
+
+void DebugLog(const std::string& msg) {
+  if (DebugLogEnabled()) std::cerr << "ringmaster: debug: " << msg << std::endl;
+}
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,196 @@
+#include "gpu/gpu_api.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace ringmaster::internal {
+namespace {
+
+std::atomic<const GpuApi*> g_test_api{nullptr};
+std::atomic<bool> g_loaded{false};
+
+std::vector<std::string> Candidates(const char* env, std::initializer_list<const char*> defaults) {
+  std::vector<std::string> out;
+  if (const char* v = std::getenv(env); v && *v) out.emplace_back(v);
+  for (const char* d : defaults) out.emplace_back(d);
+  return out;
+}
+
+// dlopen the first candidate that loads; *errors collects why the others did not.
+void* OpenFirst(const std::vector<std::string>& names, std::string* path, std::string* errors) {
+  for (const auto& n : names) {
+    // RTLD_LOCAL: our symbols do not leak into the application's namespace.
+    if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      *path = n;
+      return h;
+    }
+    const char* e = ::dlerror();
+    *errors += (errors->empty() ? "" : "; ") + std::string(e ? e : n.c_str());
+  }
+  return nullptr;
+}
+
+template <typename F>
+bool Sym(void* lib, const char* name, F* out, std::string* missing) {
+  void* p = ::dlsym(lib, name);
+  if (!p) {
+    *missing += (missing->empty() ? "" : ", ") + std::string(name);
+    return false;
+  }
+  *out = reinterpret_cast<F>(p);
+  return true;
+}
+
+struct Loaded {
+  GpuApi api;
+  Status status;
+};
+
+Loaded* LoadOnce() {
+  static Loaded* loaded = [] {
+    auto* l = new Loaded;  // never freed: the libraries stay loaded for the process's life
+    GpuApi& a = l->api;
+    std::string errors;
+    void* cudart = OpenFirst(Candidates(kEnvCudartLibrary, {"libcudart.so.12", "libcudart.so"}),
+                             &a.cudart_path, &errors);
+    if (!cudart) {
+      l->status =
+          UnavailableError("GPU memory needs the CUDA runtime, which could not be loaded (" + errors +
+                           "); install it (libcudart.so.12) or set " + kEnvCudartLibrary + " to its path");
+      return l;
+    }
+    std::string missing;
+    auto& c = a.cuda;
+    Sym(cudart, "cudaGetErrorString", &c.GetErrorString, &missing);
+    Sym(cudart, "cudaGetDeviceCount", &c.GetDeviceCount, &missing);
+    Sym(cudart, "cudaGetDevice", &c.GetDevice, &missing);
+    Sym(cudart, "cudaSetDevice", &c.SetDevice, &missing);
+    Sym(cudart, "cudaDeviceGetPCIBusId", &c.DeviceGetPCIBusId, &missing);
+    Sym(cudart, "cudaPointerGetAttributes", &c.PointerGetAttributes, &missing);
+    Sym(cudart, "cudaGetLastError", &c.GetLastError, &missing);
+    Sym(cudart, "cudaStreamCreateWithFlags", &c.StreamCreateWithFlags, &missing);
+    Sym(cudart, "cudaStreamDestroy", &c.StreamDestroy, &missing);
+    Sym(cudart, "cudaStreamWaitEvent", &c.StreamWaitEvent, &missing);
+    Sym(cudart, "cudaEventCreateWithFlags", &c.EventCreateWithFlags, &missing);
+    Sym(cudart, "cudaEventDestroy", &c.EventDestroy, &missing);
+    Sym(cudart, "cudaEventRecord", &c.EventRecord, &missing);
+    Sym(cudart, "cudaEventQuery", &c.EventQuery, &missing);
+    Sym(cudart, "cudaMemcpyAsync", &c.MemcpyAsync, &missing);
+    Sym(cudart, "cudaMallocAsync", &c.MallocAsync, &missing);
+    Sym(cudart, "cudaFreeAsync", &c.FreeAsync, &missing);
+    Sym(cudart, "cudaHostAlloc", &c.HostAlloc, &missing);
+    Sym(cudart, "cudaFreeHost", &c.FreeHost, &missing);
+    if (!missing.empty()) {
+      l->status = UnavailableError("the CUDA runtime " + a.cudart_path + " lacks " + missing +
+                                   " (the agent needs CUDA 11.2 or later)");
+      return l;
+    }
+
+    std::string nerrors;
+    void* nccl =
+        OpenFirst(Candidates(kEnvNcclLibrary, {"libnccl.so.2", "libnccl.so"}), &a.nccl_path, &nerrors);
+    if (!nccl) {
+      a.nccl_unavailable = "NCCL could not be loaded (" + nerrors + "; set " + kEnvNcclLibrary + ")";
+      return l;
+    }
+    missing.clear();
+    auto& n = a.nccl;
+    Sym(nccl, "ncclGetVersion", &n.GetVersion, &missing);
+    Sym(nccl, "ncclGetErrorString", &n.GetErrorString, &missing);
+    Sym(nccl, "ncclGetUniqueId", &n.GetUniqueId, &missing);
+    Sym(nccl, "ncclCommInitRankConfig", &n.CommInitRankConfig, &missing);
+    Sym(nccl, "ncclCommGetAsyncError", &n.CommGetAsyncError, &missing);
+    Sym(nccl, "ncclCommDestroy", &n.CommDestroy, &missing);
+    Sym(nccl, "ncclCommAbort", &n.CommAbort, &missing);
+    Sym(nccl, "ncclGroupStart", &n.GroupStart, &missing);
+    Sym(nccl, "ncclGroupEnd", &n.GroupEnd, &missing);
+    Sym(nccl, "ncclAllReduce", &n.AllReduce, &missing);
+    std::string optional_missing;  // newer than what we need
+    Sym(nccl, "ncclGetLastError", &n.GetLastError, &optional_missing);
+    Sym(nccl, "ncclCommFinalize", &n.CommFinalize, &optional_missing);
+    if (!missing.empty()) {
+      a.nccl_unavailable = "NCCL " + a.nccl_path + " lacks " + missing +
+                           " (non-blocking communicators need NCCL 2.14 or later)";
+      return l;
+    }
+    n.GetVersion(&a.nccl_version);
+    a.have_nccl = true;
+    return l;
+  }();
+  return loaded;
+}
+
+}  // namespace
+
+StatusOr<const GpuApi*> LoadGpuApi() {
+  if (const GpuApi* t = g_test_api.load(std::memory_order_acquire)) return t;
+  Loaded* l = LoadOnce();
+  g_loaded.store(true, std::memory_order_release);
+  if (!l->status.ok()) return l->status;
+  return &l->api;
+}
+
+bool CudaMayBeInUse() {
+  if (g_test_api.load(std::memory_order_acquire) || g_loaded.load(std::memory_order_acquire)) return true;
+  // Device memory needs the driver; if no one loaded it, no pointer is a
+  // device pointer. RTLD_NOLOAD loads nothing.
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  // A "no" is kept for a second: the CPU engine's calls pay no dlopen each.
+  static std::atomic<int64_t> recheck_at{0};
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (now < recheck_at.load(std::memory_order_relaxed)) return false;
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) {
+    recheck_at.store(
+        now +
+            std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::seconds(1)).count(),
+        std::memory_order_relaxed);
+    return false;
+  }
+  ::dlclose(h);  // drops only the reference NOLOAD took
+  seen.store(true, std::memory_order_relaxed);
+  return true;
+}
+
+void SetGpuApiForTesting(const GpuApi* api) {
+  g_test_api.store(api, std::memory_order_release);
+}
+
+std::string CudaErrorText(const GpuApi& api, cudaError_t e) {
+  const char* s = api.cuda.GetErrorString ? api.cuda.GetErrorString(e) : nullptr;
+  return std::string(s ? s : "unknown error") + " (cudaError " + std::to_string(static_cast<int>(e)) + ")";
+}
+
+std::string NcclErrorText(const GpuApi& api, ncclResult_t r, ncclComm_t comm) {
+  const char* s = api.nccl.GetErrorString ? api.nccl.GetErrorString(r) : nullptr;
+  std::string out =
+      std::string(s ? s : "unknown error") + " (ncclResult " + std::to_string(static_cast<int>(r)) + ")";
+  if (api.nccl.GetLastError) {
+    const char* last = api.nccl.GetLastError(comm);
+    if (last && *last) out += ": " + std::string(last);
+  }
+  return out;
+}
+
+std::string NcclVersionText(int code) {
+  // Codes are MAJOR*10000 + MINOR*100 + PATCH since 2.9 (MAJOR*1000 + ... before).
+  int major, minor, patch;
+  if (code >= 10000) {
+    major = code / 10000;
+    minor = (code / 100) % 100;
+    patch = code % 100;
+  } else {
+    major = code / 1000;
+    minor = (code / 100) % 10;
+    patch = code % 100;
+  }
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,86 @@
+// Internal: the CUDA runtime and NCCL functions the GPU backend calls, as a
+// table filled by dlopen at the first use of GPU memory. The agent is
+// compiled against the real headers (so every build checks the backend) but
+// links neither library: CPU-only training containers need no CUDA at all.
+// Tests substitute a fake table (SetGpuApiForTesting).
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <string>
+
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+struct CudaApi {
+  decltype(&::cudaGetErrorString) GetErrorString = nullptr;
+  decltype(&::cudaGetDeviceCount) GetDeviceCount = nullptr;
+  decltype(&::cudaGetDevice) GetDevice = nullptr;
+  decltype(&::cudaSetDevice) SetDevice = nullptr;
+  decltype(&::cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
+  decltype(&::cudaPointerGetAttributes) PointerGetAttributes = nullptr;
+  decltype(&::cudaGetLastError) GetLastError = nullptr;
+  decltype(&::cudaStreamCreateWithFlags) StreamCreateWithFlags = nullptr;
+  decltype(&::cudaStreamDestroy) StreamDestroy = nullptr;
+  decltype(&::cudaStreamWaitEvent) StreamWaitEvent = nullptr;
+  decltype(&::cudaEventCreateWithFlags) EventCreateWithFlags = nullptr;
+  decltype(&::cudaEventDestroy) EventDestroy = nullptr;
+  decltype(&::cudaEventRecord) EventRecord = nullptr;
+  decltype(&::cudaEventQuery) EventQuery = nullptr;
+  decltype(&::cudaMemcpyAsync) MemcpyAsync = nullptr;
+  // Overloaded by cuda_runtime.h's C++ templates: the C signatures spelled out.
+  cudaError_t (*MallocAsync)(void** ptr, size_t size, cudaStream_t stream) = nullptr;
+  decltype(&::cudaFreeAsync) FreeAsync = nullptr;
+  cudaError_t (*HostAlloc)(void** ptr, size_t size, unsigned int flags) = nullptr;
+  decltype(&::cudaFreeHost) FreeHost = nullptr;
+};
+
+struct NcclApi {
+  decltype(&::ncclGetVersion) GetVersion = nullptr;
+  decltype(&::ncclGetErrorString) GetErrorString = nullptr;
+  decltype(&::ncclGetLastError) GetLastError = nullptr;
+  decltype(&::ncclGetUniqueId) GetUniqueId = nullptr;
+  decltype(&::ncclCommInitRankConfig) CommInitRankConfig = nullptr;
+  decltype(&::ncclCommGetAsyncError) CommGetAsyncError = nullptr;
+  decltype(&::ncclCommFinalize) CommFinalize = nullptr;
+  decltype(&::ncclCommDestroy) CommDestroy = nullptr;
+  decltype(&::ncclCommAbort) CommAbort = nullptr;
+  decltype(&::ncclGroupStart) GroupStart = nullptr;
+  decltype(&::ncclGroupEnd) GroupEnd = nullptr;
+  decltype(&::ncclAllReduce) AllReduce = nullptr;
+};
+
+struct GpuApi {
+  CudaApi cuda;
+  // NCCL is optional: without it GPU memory is staged through the host.
+  bool have_nccl = false;
+  NcclApi nccl;
+  int nccl_version = 0;          // ncclGetVersion's code, e.g. 22703
+  std::string nccl_unavailable;  // why have_nccl is false
+  std::string cudart_path, nccl_path;
+};
+
+// Environment variables naming the libraries (full paths or sonames); the
+// defaults are libcudart.so.12 then libcudart.so, libnccl.so.2 then libnccl.so.
+inline constexpr char kEnvCudartLibrary[] = "RINGMASTER_CUDART_LIBRARY";
+inline constexpr char kEnvNcclLibrary[] = "RINGMASTER_NCCL_LIBRARY";
+
+// Loads the table once (thread-safe) and returns it; Unavailable naming the
+// library and dlerror() when the CUDA runtime cannot be loaded. A missing
+// NCCL is not an error here (have_nccl says so).
+StatusOr<const GpuApi*> LoadGpuApi();
+// Whether device memory can exist in this process at all: the CUDA driver
+// (libcuda.so.1) is already loaded, or the table is. Cheap; loads nothing.
+bool CudaMayBeInUse();
+// Tests: use `api` instead of the real libraries (nullptr: back to them).
+void SetGpuApiForTesting(const GpuApi* api);
+
+// "cudaMemcpyAsync: invalid argument (cudaErrorInvalidValue)"
+std::string CudaErrorText(const GpuApi& api, cudaError_t e);
+std::string NcclErrorText(const GpuApi& api, ncclResult_t r, ncclComm_t comm = nullptr);
+// "2.27.3"
+std::string NcclVersionText(int code);
+
+}  // namespace ringmaster::internal

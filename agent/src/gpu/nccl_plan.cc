@@ -1,0 +1,222 @@
+#include "gpu/nccl_plan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "packing.h"
+
+namespace ringmaster::internal {
+
+StatusOr<ncclDataType_t> NcclDataType(DataType dtype, int nccl_version) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      if (nccl_version < kNcclVersionBf16AndAvg) {
+        return UnimplementedError(
+            "bfloat16 on GPU memory needs NCCL 2.10 or later; this process loaded NCCL " +
+            NcclVersionText(nccl_version) + " (use implementation RING to stage it)");
+      }
+      return ncclBfloat16;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
+  }
+  return InvalidArgumentError("dtype: unknown data type " + std::to_string(static_cast<int>(dtype)));
+}
+
+StatusOr<ncclRedOp_t> NcclRedOp(ReduceOp op, int nccl_version) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kMean:
+      if (nccl_version < kNcclVersionBf16AndAvg) {
+        return UnimplementedError(
+            "MEAN on GPU memory needs ncclAvg (NCCL 2.10 or later); this process loaded NCCL " +
+            NcclVersionText(nccl_version) + " (use SUM and divide, or implementation RING)");
+      }
+      return ncclAvg;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kProduct:
+      return ncclProd;
+  }
+  return InvalidArgumentError("op: unknown reduce operation " + std::to_string(static_cast<int>(op)));
+}
+
+std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack) {
+  if (bytes_per_pack <= 0) bytes_per_pack = kAutoDevicePackBytes;
+  std::vector<DevicePack> out;
+  for (const Pack& p : PlanPacks(tensors, bytes_per_pack)) {
+    DevicePack d;
+    d.dtype = p.dtype;
+    const size_t es = DataTypeSize(p.dtype);
+    size_t off = 0;
+    for (size_t idx : p.tensors) {
+      off = (off + kDevicePackAlign - 1) / kDevicePackAlign * kDevicePackAlign;
+      d.items.push_back({idx, off, tensors[idx].bytes()});
+      off += tensors[idx].bytes();
+    }
+    if (d.items.size() == 1) off = d.items[0].bytes;  // in place: exactly the tensor
+    d.count = (off + es - 1) / es;
+    d.bytes = d.count * es;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+StatusOr<DeviceSplit> SplitByDevice(std::span<const Tensor> tensors,
+                                    const std::function<StatusOr<int>(size_t)>& where) {
+  DeviceSplit s;
+  std::vector<int> dev(tensors.size(), -1);
+  int first_host = -1, first_dev = -1;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].count <= 0) {
+      dev[i] = -2;  // empty: belongs nowhere, needs no communication
+      continue;
+    }
+    auto w = where(i);
+    if (!w.ok()) return w.status();
+    dev[i] = *w;
+    if (*w < 0 && first_host < 0) first_host = static_cast<int>(i);
+    if (*w >= 0 && first_dev < 0) first_dev = static_cast<int>(i);
+  }
+  if (first_host >= 0 && first_dev >= 0) {
+    return InvalidArgumentError("tensors[" + std::to_string(first_host) + "] is host memory but tensors[" +
+                                std::to_string(first_dev) + "] is on GPU " + std::to_string(dev[first_dev]) +
+                                ": one call takes either host tensors or GPU tensors, not both");
+  }
+  if (first_dev < 0) return s;
+  s.device = true;
+  for (int d : dev)
+    if (d >= 0) s.devices.push_back(d);
+  std::sort(s.devices.begin(), s.devices.end());
+  s.devices.erase(std::unique(s.devices.begin(), s.devices.end()), s.devices.end());
+  s.per_device.resize(s.devices.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (dev[i] < 0) continue;
+    size_t k = std::lower_bound(s.devices.begin(), s.devices.end(), dev[i]) - s.devices.begin();
+    s.per_device[k].push_back(i);
+  }
+  // One replica per GPU: the same tensors, in the same order, on each.
+  const auto& ref = s.per_device[0];
+  for (size_t k = 1; k < s.devices.size(); ++k) {
+    const auto& l = s.per_device[k];
+    bool same = l.size() == ref.size();
+    size_t bad = 0;
+    for (size_t j = 0; same && j < l.size(); ++j) {
+      if (tensors[l[j]].dtype != tensors[ref[j]].dtype || tensors[l[j]].count != tensors[ref[j]].count) {
+        same = false;
+        bad = j;
+      }
+    }
+    if (!same) {
+      std::string detail = l.size() != ref.size()
+                               ? std::to_string(l.size()) + " tensors against " + std::to_string(ref.size())
+                               : "tensors[" + std::to_string(l[bad]) + "] (" +
+                                     std::string(DataTypeName(tensors[l[bad]].dtype)) + " x " +
+                                     std::to_string(tensors[l[bad]].count) + ") does not match tensors[" +
+                                     std::to_string(ref[bad]) + "] (" +
+                                     std::string(DataTypeName(tensors[ref[bad]].dtype)) + " x " +
+                                     std::to_string(tensors[ref[bad]].count) + ")";
+      return InvalidArgumentError(
+          "tensors on GPU " + std::to_string(s.devices[k]) + " do not mirror those on GPU " +
+          std::to_string(s.devices[0]) + ": " + detail +
+          "; with several GPUs every GPU must hold the same tensors, in the same order");
+    }
+  }
+  return s;
+}
+
+Status CheckDeviceMembers(std::span<const DeviceMember> members, std::span<const std::string> names) {
+  for (size_t r = 1; r < members.size(); ++r) {
+    if (members[r].gpus != members[0].gpus) {
+      return FailedPreconditionError(
+          "every worker must drive the same number of GPUs (ranks = workers x local GPUs): " + names[0] +
+          " has " + std::to_string(members[0].gpus) + ", " + names[r] + " has " +
+          std::to_string(members[r].gpus));
+    }
+  }
+  return OkStatus();
+}
+
+const char* NcclStateName(NcclState s) {
+  switch (s) {
+    case NcclState::kNone:
+      return "none";
+    case NcclState::kForming:
+      return "forming";
+    case NcclState::kReady:
+      return "ready";
+    case NcclState::kRunning:
+      return "running";
+    case NcclState::kAborted:
+      return "aborted";
+  }
+  return "invalid";
+}
+
+void AbortComms(const GpuApi& api, std::span<ncclComm_t> comms) {
+  for (auto& c : comms) {
+    if (c) (void)api.nccl.CommAbort(c);
+    c = nullptr;
+  }
+}
+
+Status WaitOrAbort(const GpuApi& api, const WaitSpec& spec) {
+  int spins = 0;
+  auto sleep = std::chrono::microseconds(20);
+  while (true) {
+    bool busy = false;
+    for (ncclComm_t c : spec.comms) {
+      if (!c) continue;
+      ncclResult_t state = ncclSuccess;
+      ncclResult_t r = api.nccl.CommGetAsyncError(c, &state);
+      if (r != ncclSuccess) state = r;
+      if (state == ncclInProgress) {
+        busy = true;
+      } else if (state != ncclSuccess) {
+        Status st = InternalError(spec.what + ": NCCL failed: " + NcclErrorText(api, state, c));
+        AbortComms(api, spec.comms);
+        return st;
+      }
+    }
+    if (!spec.comms_only) {
+      for (cudaEvent_t e : spec.events) {
+        cudaError_t r = api.cuda.EventQuery(e);
+        if (r == cudaErrorNotReady) {
+          busy = true;
+        } else if (r != cudaSuccess) {
+          Status st = InternalError(spec.what + ": CUDA failed: " + CudaErrorText(api, r));
+          AbortComms(api, spec.comms);
+          return st;
+        }
+      }
+    }
+    if (!busy) return OkStatus();
+    if (spec.abort_status) {
+      if (Status cause = spec.abort_status(); !cause.ok()) {
+        AbortComms(api, spec.comms);
+        return cause;
+      }
+    }
+    if (Clock::now() >= spec.deadline) {
+      AbortComms(api, spec.comms);
+      return DeadlineExceededError(spec.what + " did not finish within its timeout; NCCL was aborted");
+    }
+    if (++spins > 64) {
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min<std::chrono::microseconds>(sleep * 2, std::chrono::microseconds(1000));
+    }
+  }
+}
+
+}  // namespace ringmaster::internal

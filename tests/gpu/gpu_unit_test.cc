@@ -1,0 +1,251 @@
+// The GPU backend's pure parts, with no GPU: NCCL type and op mapping, the
+// device pack layout, the per-device split of a call, the GPU-count check,
+// and the wait/abort state machine against the fake CUDA/NCCL table.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fake_gpu.h"
+#include "gpu/nccl_plan.h"
+
+namespace ringmaster::internal {
+namespace {
+
+constexpr DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                  DataType::kFloat64, DataType::kInt32,    DataType::kInt64};
+constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                                ReduceOp::kProduct};
+
+TEST(NcclMapping, EveryDtypeAndOpOfTheEngine) {
+  const ncclDataType_t want_t[] = {ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclInt32, ncclInt64};
+  for (size_t i = 0; i < 6; ++i) {
+    auto t = NcclDataType(kAllTypes[i], 22703);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ(*t, want_t[i]) << DataTypeName(kAllTypes[i]);
+  }
+  const ncclRedOp_t want_o[] = {ncclSum, ncclAvg, ncclMin, ncclMax, ncclProd};
+  for (size_t i = 0; i < 5; ++i) {
+    auto o = NcclRedOp(kAllOps[i], 22703);
+    ASSERT_TRUE(o.ok()) << o.status().ToString();
+    EXPECT_EQ(*o, want_o[i]) << ReduceOpName(kAllOps[i]);
+  }
+}
+
+TEST(NcclMapping, RefusesWhatAnOldNcclLacks) {
+  auto bf = NcclDataType(DataType::kBFloat16, 20805);
+  EXPECT_EQ(bf.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(bf.status().message().find("NCCL 2.10"), std::string::npos) << bf.status().message();
+  EXPECT_NE(bf.status().message().find("2.8.5"), std::string::npos) << bf.status().message();
+  auto avg = NcclRedOp(ReduceOp::kMean, 20805);
+  EXPECT_EQ(avg.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(avg.status().message().find("ncclAvg"), std::string::npos);
+  EXPECT_TRUE(NcclDataType(DataType::kFloat16, 20805).ok());
+  EXPECT_TRUE(NcclRedOp(ReduceOp::kSum, 20805).ok());
+}
+
+TEST(NcclMapping, OutOfRangeValuesAreInvalidArguments) {
+  EXPECT_EQ(NcclDataType(static_cast<DataType>(17), 22703).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(NcclRedOp(static_cast<ReduceOp>(-1), 22703).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(NcclMapping, VersionText) {
+  EXPECT_EQ(NcclVersionText(22703), "2.27.3");
+  EXPECT_EQ(NcclVersionText(2804), "2.8.4");
+}
+
+Tensor T(int64_t count, DataType dt = DataType::kFloat32) {
+  static char dummy[8];
+  return Tensor{dummy, count, dt, MemoryKind::kDevice};
+}
+
+TEST(DevicePacks, OffsetsAreAlignedAndCountCoversTheLastTensor) {
+  std::vector<Tensor> ts = {T(3), T(5), T(1, DataType::kFloat16), T(7), T(0), T(2, DataType::kFloat16)};
+  auto packs = PlanDevicePacks(ts, 1 << 20);
+  ASSERT_EQ(packs.size(), 2u);  // float32 then float16; the empty tensor is left out
+  const auto& f = packs[0];
+  EXPECT_EQ(f.dtype, DataType::kFloat32);
+  ASSERT_EQ(f.items.size(), 3u);
+  EXPECT_EQ(f.items[0].offset, 0u);
+  EXPECT_EQ(f.items[1].offset, 16u);  // 12 bytes rounded up
+  EXPECT_EQ(f.items[2].offset, 48u);  // 16 + 20 = 36 -> 48
+  EXPECT_EQ(f.items[2].tensor, 3u);
+  EXPECT_EQ(f.bytes, 48u + 28u);
+  EXPECT_EQ(f.count, f.bytes / 4);
+  for (const auto& it : f.items) EXPECT_EQ(it.offset % kDevicePackAlign, 0u);
+  const auto& h = packs[1];
+  EXPECT_EQ(h.dtype, DataType::kFloat16);
+  ASSERT_EQ(h.items.size(), 2u);
+  EXPECT_EQ(h.items[1].offset, 16u);
+  EXPECT_EQ(h.bytes, 20u);
+  EXPECT_EQ(h.count, 10u);
+  EXPECT_FALSE(h.in_place());
+}
+
+TEST(DevicePacks, ATensorAloneIsReducedInPlaceWithItsExactCount) {
+  std::vector<Tensor> ts = {T(1001, DataType::kFloat64)};
+  auto packs = PlanDevicePacks(ts, 0);
+  ASSERT_EQ(packs.size(), 1u);
+  EXPECT_TRUE(packs[0].in_place());
+  EXPECT_EQ(packs[0].count, 1001u);
+  EXPECT_EQ(packs[0].bytes, 8008u);
+}
+
+TEST(DevicePacks, FollowsTfGroupBySize) {
+  // bytes_per_pack 100: a pack closes once it is larger than 100 bytes.
+  std::vector<Tensor> ts = {T(10), T(10), T(10), T(30), T(1), T(1)};
+  auto packs = PlanDevicePacks(ts, 100);
+  ASSERT_EQ(packs.size(), 3u);
+  EXPECT_EQ(packs[0].items.size(), 3u);  // 120 bytes > 100
+  EXPECT_EQ(packs[1].items.size(), 1u);  // 120 bytes alone
+  EXPECT_TRUE(packs[1].in_place());
+  EXPECT_EQ(packs[2].items.size(), 2u);
+  // 0: the agent's device pack size, one pack for small calls.
+  EXPECT_EQ(PlanDevicePacks(ts, 0).size(), 1u);
+}
+
+StatusOr<DeviceSplit> SplitWith(const std::vector<Tensor>& ts, const std::vector<int>& where) {
+  return SplitByDevice(ts, [&](size_t i) -> StatusOr<int> { return where[i]; });
+}
+
+TEST(DeviceSplit, HostCallsStayOnTheHost) {
+  auto s = SplitWith({T(1), T(2)}, {-1, -1});
+  ASSERT_TRUE(s.ok());
+  EXPECT_FALSE(s->device);
+}
+
+TEST(DeviceSplit, MixingHostAndGpuTensorsIsRefused) {
+  auto s = SplitWith({T(1), T(2), T(3)}, {-1, 0, -1});
+  ASSERT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("tensors[0] is host memory but tensors[1] is on GPU 0"),
+            std::string::npos)
+      << s.status().message();
+}
+
+TEST(DeviceSplit, EmptyTensorsBelongNowhere) {
+  auto s = SplitWith({T(0), T(2)}, {-1, 1});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_TRUE(s->device);
+  EXPECT_EQ(s->devices, std::vector<int>{1});
+}
+
+TEST(DeviceSplit, SeveralGpusEachHoldAReplica) {
+  auto s = SplitWith({T(4), T(4), T(8), T(8)}, {1, 0, 1, 0});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->devices, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s->per_device[0], (std::vector<size_t>{1, 3}));
+  EXPECT_EQ(s->per_device[1], (std::vector<size_t>{0, 2}));
+  auto bad = SplitWith({T(4), T(4), T(8), T(9)}, {0, 1, 0, 1});
+  ASSERT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("do not mirror"), std::string::npos) << bad.status().message();
+  auto fewer = SplitWith({T(4), T(4), T(8)}, {0, 1, 0});
+  EXPECT_EQ(fewer.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(DeviceMembers, EveryWorkerMustDriveTheSameGpuCount) {
+  std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
+  std::vector<DeviceMember> same = {{2, 1}, {2, 0}, {2, 1}};
+  EXPECT_TRUE(CheckDeviceMembers(same, names).ok());
+  std::vector<DeviceMember> differ = {{2, 1}, {2, 1}, {1, 1}};
+  Status s = CheckDeviceMembers(differ, names);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("/job:chief/task:0 has 2, /job:worker/task:1 has 1"), std::string::npos)
+      << s.message();
+}
+
+// ---------------------------------------------------------------- waiting
+
+class Waiting : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake::Install(1);
+    api_ = &fake::Api();
+    ncclUniqueId id;
+    ASSERT_EQ(api_->nccl.GetUniqueId(&id), ncclSuccess);
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ASSERT_EQ(api_->nccl.CommInitRankConfig(&comm_[0], 2, id, 0, &config), ncclInProgress);
+    ASSERT_EQ(api_->cuda.StreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
+    ASSERT_EQ(api_->cuda.EventCreateWithFlags(&event_[0], cudaEventDisableTiming), cudaSuccess);
+  }
+  void TearDown() override {
+    api_->cuda.StreamDestroy(stream_);
+    fake::Uninstall();
+  }
+  WaitSpec Spec(bool comms_only, double seconds) {
+    WaitSpec s;
+    s.comms = comm_;
+    s.events = event_;
+    s.comms_only = comms_only;
+    s.deadline = DeadlineAfter(seconds);
+    s.what = "test all-reduce";
+    return s;
+  }
+  const GpuApi* api_ = nullptr;
+  ncclComm_t comm_[1] = {nullptr};
+  cudaEvent_t event_[1] = {nullptr};
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(Waiting, FormingWaitsThroughInProgress) {
+  EXPECT_TRUE(WaitOrAbort(*api_, Spec(true, 5)).ok());
+  EXPECT_NE(comm_[0], nullptr);
+  EXPECT_EQ(fake::GetStats().comm_aborts, 0);
+}
+
+TEST_F(Waiting, DeadlineAbortsTheCommunicatorOnce) {
+  ASSERT_TRUE(WaitOrAbort(*api_, Spec(true, 5)).ok());
+  // Rank 1 of this two-rank communicator never comes: the all-reduce blocks.
+  float x = 1;
+  ASSERT_EQ(api_->nccl.AllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclSuccess);
+  ASSERT_EQ(api_->cuda.EventRecord(event_[0], stream_), cudaSuccess);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = WaitOrAbort(*api_, Spec(false, 0.3));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("NCCL was aborted"), std::string::npos);
+  EXPECT_GE(took, 0.29);
+  EXPECT_LT(took, 1.5);
+  EXPECT_EQ(comm_[0], nullptr);
+  EXPECT_EQ(fake::GetStats().comm_aborts, 1);
+  // Nothing left to abort: a second wait is immediate and aborts nothing.
+  EXPECT_TRUE(WaitOrAbort(*api_, Spec(false, 0.3)).ok());
+  EXPECT_EQ(fake::GetStats().comm_aborts, 1);
+}
+
+TEST_F(Waiting, AGroupAbortStopsTheWaitWithItsCause) {
+  ASSERT_TRUE(WaitOrAbort(*api_, Spec(true, 5)).ok());
+  float x = 1;
+  ASSERT_EQ(api_->nccl.AllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclSuccess);
+  ASSERT_EQ(api_->cuda.EventRecord(event_[0], stream_), cudaSuccess);
+  std::atomic<bool> dead{false};
+  std::thread monitor([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    dead = true;  // what heartbeats do: the group is aborted
+  });
+  WaitSpec spec = Spec(false, 30);
+  spec.abort_status = [&]() -> Status {
+    return dead ? UnavailableError("/job:worker/task:1 is unreachable: its connection closed") : OkStatus();
+  };
+  Status s = WaitOrAbort(*api_, spec);
+  monitor.join();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_EQ(comm_[0], nullptr);
+  EXPECT_EQ(fake::GetStats().comm_aborts, 1);
+}
+
+TEST_F(Waiting, AnAsyncErrorAbortsWithNcclsText) {
+  fake::SetAsyncError(true);
+  Status s = WaitOrAbort(*api_, Spec(true, 5));
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_NE(s.message().find("unhandled system error"), std::string::npos) << s.message();
+  EXPECT_EQ(fake::GetStats().comm_aborts, 1);
+}
+
+TEST(NcclStates, Names) {
+  EXPECT_STREQ(NcclStateName(NcclState::kNone), "none");
+  EXPECT_STREQ(NcclStateName(NcclState::kAborted), "aborted");
+}
+
+}  // namespace
+}  // namespace ringmaster::internal
