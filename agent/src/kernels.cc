@@ -224,4 +224,45 @@ void FillIdentity(DataType dtype, ReduceOp op, void* data, size_t n) {
   }
 }
 
+void StoreElement(DataType dtype, void* base, size_t i, double v) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(base)[i] = FloatToBFloat16(static_cast<float>(v));
+      break;
+    case DataType::kFloat32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kFloat64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kInt32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kInt64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+  }
+}
+
+double LoadElement(DataType dtype, const void* base, size_t i) {
+  switch (dtype) {
+    case DataType::kFloat16:
+      return HalfToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kBFloat16:
+      return BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kFloat32:
+      return static_cast<const float*>(base)[i];
+    case DataType::kFloat64:
+      return static_cast<const double*>(base)[i];
+    case DataType::kInt32:
+      return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64:
+      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+  }
+  return 0;
+}
+
 }  // namespace ringmaster::internal

@@ -23,4 +23,9 @@ uint16_t FloatToHalf(float f);
 float BFloat16ToFloat(uint16_t b);
 uint16_t FloatToBFloat16(float f);
 
+// One element as a double, for tests and the worker's self-checks (not for
+// hot loops): float16/bfloat16 round to nearest even, integers truncate.
+void StoreElement(DataType dtype, void* base, size_t i, double v);
+double LoadElement(DataType dtype, const void* base, size_t i);
+
 }  // namespace ringmaster::internal

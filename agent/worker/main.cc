@@ -67,44 +67,10 @@ int64_t Contribution(ReduceOp op, int rank, size_t t, int64_t i, int step) {
 }
 
 void Store(DataType dt, void* base, int64_t i, double v) {
-  switch (dt) {
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(base)[i] = internal::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(base)[i] = internal::FloatToBFloat16(static_cast<float>(v));
-      break;
-    case DataType::kFloat32:
-      static_cast<float*>(base)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      static_cast<double*>(base)[i] = v;
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
-      break;
-  }
+  internal::StoreElement(dt, base, static_cast<size_t>(i), v);
 }
-
 double Load(DataType dt, const void* base, int64_t i) {
-  switch (dt) {
-    case DataType::kFloat16:
-      return internal::HalfToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kBFloat16:
-      return internal::BFloat16ToFloat(static_cast<const uint16_t*>(base)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(base)[i];
-    case DataType::kFloat64:
-      return static_cast<const double*>(base)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(base)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(base)[i]);
-  }
-  return 0;
+  return internal::LoadElement(dt, base, static_cast<size_t>(i));
 }
 
 // The exact expected value, computed from every member's contribution.

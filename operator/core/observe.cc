@@ -60,4 +60,10 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
   return o;
 }
 
+std::string MetadataString(const nlohmann::json& obj, const char* field) {
+  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
+  auto it = obj["metadata"].find(field);
+  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 }  // namespace ringmaster::op

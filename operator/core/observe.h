@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
 
 #include "ringmaster/job_state.h"
 
@@ -12,5 +13,9 @@ namespace ringmaster::op {
 // The exit code is the first non-zero one of a terminated container (or the
 // first terminated one's); restarts are the kubelet's, summed over containers.
 std::optional<ReplicaObservation> ObservePod(const nlohmann::json& pod);
+
+// metadata.<field> of any object; "" where it is absent or not a string
+// (objects from the API server are trusted for shape, not for content).
+std::string MetadataString(const nlohmann::json& obj, const char* field);
 
 }  // namespace ringmaster::op

@@ -1,5 +1,6 @@
 #include "time_util.h"
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -45,6 +46,11 @@ std::optional<int64_t> ParseRfc3339(std::string_view text) {
   tm.tm_min = mi;
   tm.tm_sec = sec;
   return static_cast<int64_t>(timegm(&tm)) - offset;
+}
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace ringmaster::op

@@ -11,5 +11,7 @@ namespace ringmaster::op {
 std::string FormatRfc3339(int64_t seconds_since_epoch);
 // Accepts "Z" or a numeric offset and fractional seconds (dropped).
 std::optional<int64_t> ParseRfc3339(std::string_view text);
+// Wall-clock seconds since the epoch (timestamps written to the API server).
+int64_t NowSeconds();
 
 }  // namespace ringmaster::op

@@ -4,6 +4,7 @@
 
 #include "log.h"
 #include "names.h"
+#include "observe.h"
 #include "reconcile.h"
 #include "status_json.h"
 #include "time_util.h"
@@ -14,22 +15,11 @@ using nlohmann::json;
 
 namespace {
 
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string Meta(const json& obj, const char* field) {
-  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
-  auto it = obj["metadata"].find(field);
-  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 std::string JobKeyOfChild(const json& obj) {
   if (!obj.contains("metadata") || !obj["metadata"].contains("labels")) return "";
   auto it = obj["metadata"]["labels"].find(kLabelJobName);
   if (it == obj["metadata"]["labels"].end() || !it->is_string()) return "";
-  return ObjectKey(Meta(obj, "namespace"), *it);
+  return ObjectKey(MetadataString(obj, "namespace"), *it);
 }
 
 std::string Prefix(const std::string& ns) {
@@ -65,7 +55,7 @@ void Controller::Start() {
     job_informers_.push_back(std::make_unique<Informer>(
         client_, "distributedjobs" + (ns.empty() ? "" : "/" + ns), JobsPath(ns), "",
         [this](WatchEventType type, const json& obj, const json*) {
-          const std::string key = ObjectKey(Meta(obj, "namespace"), Meta(obj, "name"));
+          const std::string key = ObjectKey(MetadataString(obj, "namespace"), MetadataString(obj, "name"));
           if (type == WatchEventType::kDeleted) expectations_.Forget(key);
           queue_.Add(key);
         }));
@@ -111,7 +101,7 @@ bool Controller::Synced() const {
 void Controller::OnPod(WatchEventType type, const json& pod, const json* old) {
   const std::string key = JobKeyOfChild(pod);
   if (key.empty()) return;
-  const std::string name = Meta(pod, "name");
+  const std::string name = MetadataString(pod, "name");
   if (type == WatchEventType::kDeleted) {
     expectations_.ObservedDelete(key, name);
     expectations_.ObservedCreate(key, name);
@@ -133,8 +123,9 @@ void Controller::Resync() {
     if (std::chrono::steady_clock::now() - last < options_.resync) continue;
     last = std::chrono::steady_clock::now();
     for (auto& inf : job_informers_) {
-      inf->ForEach(
-          [this](const json& job) { queue_.Add(ObjectKey(Meta(job, "namespace"), Meta(job, "name"))); });
+      inf->ForEach([this](const json& job) {
+        queue_.Add(ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name")));
+      });
     }
   }
 }
@@ -219,7 +210,7 @@ Status Controller::Sync(const std::string& key) {
 }
 
 void Controller::Execute(const std::string& key, const json& job, const Plan& plan, bool* requeue) {
-  const std::string ns = Meta(job, "namespace");
+  const std::string ns = MetadataString(job, "namespace");
   const int64_t now = NowSeconds();
   // One event per kind of change and reconcile ("created pods: a, b"), not
   // one per pod: fewer API calls, the same story in `kubectl describe`.
@@ -309,7 +300,8 @@ void Controller::RecordEvent(const json& job, bool warning, const std::string& r
                              const std::string& message) {
   recorder_.Record(job, std::string(kGroup) + "/" + kVersion, "DistributedJob", warning, reason, message);
   (warning ? LogWarning : LogInfo)(
-      message, {{"job", ObjectKey(Meta(job, "namespace"), Meta(job, "name"))}, {"reason", reason}});
+      message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},
+                {"reason", reason}});
 }
 
 }  // namespace ringmaster::op

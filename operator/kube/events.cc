@@ -1,23 +1,12 @@
 #include "events.h"
 
 #include "log.h"
+#include "observe.h"
 #include "time_util.h"
 
 namespace ringmaster::op {
 
 using nlohmann::json;
-
-namespace {
-std::string Meta(const json& obj, const char* field) {
-  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
-  auto it = obj["metadata"].find(field);
-  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
-}
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 EventRecorder::EventRecorder(KubeClient& client, size_t capacity) : client_(client), capacity_(capacity) {}
 
@@ -43,28 +32,29 @@ void EventRecorder::Stop(std::chrono::milliseconds grace) {
 
 void EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
                            bool warning, const std::string& reason, const std::string& message) {
-  const std::string ns = Meta(involved, "namespace");
+  const std::string ns = MetadataString(involved, "namespace");
   const int64_t now = NowSeconds();
   const std::string ts = FormatRfc3339(now);
-  json ev = {{"apiVersion", "v1"},
-             {"kind", "Event"},
-             {"metadata",
-              {{"name", Meta(involved, "name") + "." + std::to_string(now) + "." + std::to_string(seq_++)},
-               {"namespace", ns}}},
-             {"involvedObject",
-              {{"apiVersion", api_version},
-               {"kind", kind},
-               {"name", Meta(involved, "name")},
-               {"namespace", ns},
-               {"uid", Meta(involved, "uid")},
-               {"resourceVersion", Meta(involved, "resourceVersion")}}},
-             {"reason", reason},
-             {"message", message},
-             {"type", warning ? "Warning" : "Normal"},
-             {"source", {{"component", "ringmaster-operator"}}},
-             {"firstTimestamp", ts},
-             {"lastTimestamp", ts},
-             {"count", 1}};
+  json ev = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       {{"name", MetadataString(involved, "name") + "." + std::to_string(now) + "." + std::to_string(seq_++)},
+        {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", api_version},
+        {"kind", kind},
+        {"name", MetadataString(involved, "name")},
+        {"namespace", ns},
+        {"uid", MetadataString(involved, "uid")},
+        {"resourceVersion", MetadataString(involved, "resourceVersion")}}},
+      {"reason", reason},
+      {"message", message},
+      {"type", warning ? "Warning" : "Normal"},
+      {"source", {{"component", "ringmaster-operator"}}},
+      {"firstTimestamp", ts},
+      {"lastTimestamp", ts},
+      {"count", 1}};
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_ || queue_.size() >= capacity_) {
     ++dropped_;

@@ -5,17 +5,13 @@
 
 #include "log.h"
 #include "names.h"
+#include "observe.h"
 
 namespace ringmaster::op {
 
 using nlohmann::json;
 
 namespace {
-std::string Meta(const json& obj, const char* field) {
-  if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
-  auto it = obj["metadata"].find(field);
-  return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // Sleeps up to `d`, waking early when `stop` is set.
 void SleepUnlessStopped(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
@@ -95,7 +91,7 @@ void Informer::Stop() {
 }
 
 std::string Informer::KeyOf(const json& obj) {
-  return ObjectKey(Meta(obj, "namespace"), Meta(obj, "name"));
+  return ObjectKey(MetadataString(obj, "namespace"), MetadataString(obj, "name"));
 }
 
 std::string Informer::JobKeyOf(const json& obj) {
@@ -103,7 +99,7 @@ std::string Informer::JobKeyOf(const json& obj) {
   const json& labels = obj["metadata"]["labels"];
   auto it = labels.find(kLabelJobName);
   if (it == labels.end() || !it->is_string()) return "";
-  return ObjectKey(Meta(obj, "namespace"), *it);
+  return ObjectKey(MetadataString(obj, "namespace"), *it);
 }
 
 std::optional<json> Informer::Get(const std::string& key) const {
@@ -144,8 +140,8 @@ void Informer::Upsert(const json& in) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key = KeyOf(obj);
   auto it = store_.find(key);
-  if (it != store_.end() &&
-      !NewerResourceVersion(Meta(obj, "resourceVersion"), Meta(it->second, "resourceVersion")))
+  if (it != store_.end() && !NewerResourceVersion(MetadataString(obj, "resourceVersion"),
+                                                  MetadataString(it->second, "resourceVersion")))
     return;
   store_[key] = obj;
 }

@@ -42,46 +42,10 @@ bool HaveGpu() {
   if (!HaveGpu()) GTEST_SKIP() << "skipped: no GPU"
 
 void Put(DataType dt, std::vector<char>& buf, size_t i, double v) {
-  char* p = buf.data();
-  switch (dt) {
-    case DataType::kFloat16:
-      reinterpret_cast<uint16_t*>(p)[i] = internal::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      reinterpret_cast<uint16_t*>(p)[i] = internal::FloatToBFloat16(static_cast<float>(v));
-      break;
-    case DataType::kFloat32:
-      reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      reinterpret_cast<double*>(p)[i] = v;
-      break;
-    case DataType::kInt32:
-      reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
-      break;
-  }
+  internal::StoreElement(dt, buf.data(), i, v);
 }
-
 double Get(DataType dt, const std::vector<char>& buf, size_t i) {
-  const char* p = buf.data();
-  switch (dt) {
-    case DataType::kFloat16:
-      return internal::HalfToFloat(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DataType::kBFloat16:
-      return internal::BFloat16ToFloat(reinterpret_cast<const uint16_t*>(p)[i]);
-    case DataType::kFloat32:
-      return reinterpret_cast<const float*>(p)[i];
-    case DataType::kFloat64:
-      return reinterpret_cast<const double*>(p)[i];
-    case DataType::kInt32:
-      return reinterpret_cast<const int32_t*>(p)[i];
-    case DataType::kInt64:
-      return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
-  }
-  return 0;
+  return internal::LoadElement(dt, buf.data(), i);
 }
 
 // A device tensor with a host mirror.

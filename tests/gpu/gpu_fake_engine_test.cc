@@ -28,44 +28,10 @@ constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
                                 ReduceOp::kProduct};
 
 void Put(DataType dt, void* p, size_t i, double v) {
-  switch (dt) {
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(p)[i] = internal::FloatToHalf(static_cast<float>(v));
-      break;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(p)[i] = internal::FloatToBFloat16(static_cast<float>(v));
-      break;
-    case DataType::kFloat32:
-      static_cast<float*>(p)[i] = static_cast<float>(v);
-      break;
-    case DataType::kFloat64:
-      static_cast<double*>(p)[i] = v;
-      break;
-    case DataType::kInt32:
-      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
-      break;
-    case DataType::kInt64:
-      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
-      break;
-  }
+  internal::StoreElement(dt, p, i, v);
 }
-
 double Get(DataType dt, const void* p, size_t i) {
-  switch (dt) {
-    case DataType::kFloat16:
-      return internal::HalfToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DataType::kBFloat16:
-      return internal::BFloat16ToFloat(static_cast<const uint16_t*>(p)[i]);
-    case DataType::kFloat32:
-      return static_cast<const float*>(p)[i];
-    case DataType::kFloat64:
-      return static_cast<const double*>(p)[i];
-    case DataType::kInt32:
-      return static_cast<const int32_t*>(p)[i];
-    case DataType::kInt64:
-      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-  }
-  return 0;
+  return internal::LoadElement(dt, p, i);
 }
 
 bool IsInt(DataType dt) {
