@@ -22,7 +22,10 @@ namespace {
 
 std::string DeviceList(const std::vector<int>& d) {
   std::string s;
-  for (int x : d) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int x : d) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return "{" + s + "}";
 }
 
