@@ -55,6 +55,20 @@ Status TcpTransport::PeerError(int peer, const std::string& what) {
   return UnavailableError("lost connection to " + hooks_.peer_name(peer) + ": " + what);
 }
 
+// What is left of a request on the wire, header first: one sendmsg/recvmsg
+// moves both, so a small message costs one system call.
+msghdr TcpTransport::Remaining(Req& r, iovec iov[2]) {
+  constexpr size_t kHdr = sizeof(WireHeader);
+  int n = 0;
+  if (r.done < kHdr) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.done, kHdr - r.done};
+  size_t pdone = r.done > kHdr ? r.done - kHdr : 0;
+  if (pdone < r.bytes) iov[n++] = {r.data + pdone, r.bytes - pdone};
+  msghdr m{};
+  m.msg_iov = iov;
+  m.msg_iovlen = static_cast<size_t>(n);
+  return m;
+}
+
 Status TcpTransport::Progress(bool* moved) {
   constexpr size_t kHdr = sizeof(WireHeader);
   for (int p = 0; p < size_; ++p) {
@@ -62,13 +76,7 @@ Status TcpTransport::Progress(bool* moved) {
     while (!sq.empty()) {
       Req& r = reqs_[sq.front()];
       iovec iov[2];
-      int n = 0;
-      if (r.done < kHdr) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.done, kHdr - r.done};
-      size_t pdone = r.done > kHdr ? r.done - kHdr : 0;
-      if (pdone < r.bytes) iov[n++] = {r.data + pdone, r.bytes - pdone};
-      msghdr m{};
-      m.msg_iov = iov;
-      m.msg_iovlen = n;
+      msghdr m = Remaining(r, iov);
       ssize_t w = ::sendmsg(fds_[p], &m, MSG_NOSIGNAL);
       if (w < 0) {
         if (errno == EINTR) continue;
@@ -87,13 +95,7 @@ Status TcpTransport::Progress(bool* moved) {
     while (!rq.empty()) {
       Req& r = reqs_[rq.front()];
       iovec iov[2];
-      int n = 0;
-      if (r.done < kHdr) iov[n++] = {reinterpret_cast<char*>(&r.hdr) + r.done, kHdr - r.done};
-      size_t pdone = r.done > kHdr ? r.done - kHdr : 0;
-      if (pdone < r.bytes) iov[n++] = {r.data + pdone, r.bytes - pdone};
-      msghdr m{};
-      m.msg_iov = iov;
-      m.msg_iovlen = n;
+      msghdr m = Remaining(r, iov);
       ssize_t got = ::recvmsg(fds_[p], &m, 0);
       if (got == 0) return PeerError(p, "connection closed (the process exited or was killed)");
       if (got < 0) {

@@ -6,6 +6,9 @@
 // how much we allocate.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -62,6 +65,7 @@ class TcpTransport : public Transport {
     size_t done = 0;  // header + payload bytes moved
     WireHeader hdr{};
   };
+  static msghdr Remaining(Req& r, iovec iov[2]);
   Status Progress(bool* moved);
   Status PeerError(int peer, const std::string& what);
   Status WaitUntil(const std::function<bool()>& done);
