@@ -51,6 +51,7 @@ struct Replica {
   std::string partial;
   ReplicaObservation obs;
   int starts = 0;
+  bool stopped = false;                            // its last run ended because we stopped it
   std::optional<Clock::time_point> kill_deadline;  // SIGKILL after this
   std::optional<Clock::time_point> start_at;       // a restart waiting out its backoff
 };
@@ -321,6 +322,7 @@ class Runner {
       r.obs.exit_code = code;
       r.obs.phase = code == 0 ? ReplicaPhase::kSucceeded : ReplicaPhase::kFailed;
       r.obs.deleting = false;
+      r.stopped = was_deleting;
       Say(key.Name() + (was_deleting ? ": stopped" : ": exited") + " with code " + std::to_string(code) +
           (WIFSIGNALED(st) ? std::string(" (signal ") + strsignal(WTERMSIG(st)) + ")" : ""));
     }
@@ -395,7 +397,7 @@ class Runner {
     out_ << " after " << secs << "s, " << status_.restart_count << " restarts\n";
     for (const auto& [key, r] : replicas_) {
       out_ << "[ringmaster]   " << key.Name() << ": started " << r.starts << "x, last exit code "
-           << r.obs.exit_code << "\n";
+           << r.obs.exit_code << (r.stopped ? " (stopped by ringmaster)" : "") << "\n";
     }
     out_.flush();
   }

@@ -127,6 +127,11 @@ TEST(Cli, RunFailsWhenAWorkerFailsWithRestartPolicyNever) {
   EXPECT_EQ(CountLines(r.output, "restarting"), 0) << r.output;
   EXPECT_NE(r.output.find("[ringmaster] chief-0: stopped"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[ringmaster] worker-0: stopped"), std::string::npos) << r.output;
+  // The summary tells the replicas we stopped from the one that failed.
+  EXPECT_NE(r.output.find("chief-0: started 1x, last exit code 143 (stopped by ringmaster)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("worker-1: started 1x, last exit code 1\n"), std::string::npos) << r.output;
 }
 
 TEST(Cli, RunRestartsUpToBackoffLimitThenFails) {
