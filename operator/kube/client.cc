@@ -2,6 +2,7 @@
 
 #include <cpprest/http_client.h>
 #include <cpprest/producerconsumerstream.h>
+#include <openssl/ssl.h>
 
 #include <boost/asio/ssl.hpp>
 #include <mutex>
@@ -34,6 +35,17 @@ std::string QueryEscape(std::string_view value) {
   return out;
 }
 
+namespace {
+// cpprestsdk reports a refused server certificate as a bare "Error in SSL
+// handshake"; say where to look.
+std::string TransportError(const std::string& what) {
+  if (what.find("SSL handshake") == std::string::npos) return what;
+  return what +
+         " (does the kubeconfig's certificate-authority, or the service account's ca.crt, sign the API " +
+         "server's certificate?)";
+}
+}  // namespace
+
 struct WatchCanceller::Impl {
   pplx::cancellation_token_source source;
 };
@@ -61,6 +73,11 @@ struct KubeClient::Impl {
     c.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
       boost::system::error_code ec;
       if (!ca.empty()) {
+        // Trust the cluster's CA alone, as client-go does. cpprestsdk hands
+        // us a context already loaded with the system's CA bundle, which
+        // would also accept any publicly trusted certificate for the API
+        // server's name, and holds about 1 MiB per pooled connection.
+        if (X509_STORE* only_ca = X509_STORE_new()) SSL_CTX_set_cert_store(ctx.native_handle(), only_ca);
         ctx.add_certificate_authority(boost::asio::buffer(ca), ec);
         if (ec) LogError("cannot load the cluster CA", {{"error", ec.message()}});
       }
@@ -205,7 +222,7 @@ StatusOr<HttpResponse> KubeClient::Request(std::string_view method, const std::s
     const std::string what = e.what();
     if (what.find("timed out") != std::string::npos)
       return DeadlineExceededError(std::string(method) + " " + path + ": " + what);
-    return UnavailableError(std::string(method) + " " + path + ": " + what);
+    return UnavailableError(std::string(method) + " " + path + ": " + TransportError(what));
   }
 }
 
@@ -260,7 +277,7 @@ Status KubeClient::Watch(const std::string& path, const std::function<bool(std::
     return CancelledError("watch cancelled");
   } catch (const std::exception& e) {
     if (canceller && canceller->cancelled()) return CancelledError("watch cancelled");
-    return UnavailableError("watch " + path + ": " + e.what());
+    return UnavailableError("watch " + path + ": " + TransportError(e.what()));
   }
 }
 
