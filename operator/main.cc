@@ -225,12 +225,26 @@ int main(int argc, char** argv) {
   // Memory: few malloc arenas (threads mostly wait on the network) and a
   // small cpprestsdk I/O pool instead of its default 40 threads.
   mallopt(M_ARENA_MAX, 1);
-  crossplat::threadpool::initialize_with_threads(4);
   auto flags = ParseFlags(argc, argv);
   if (!flags.ok()) {
     std::cerr << "ringmaster-operator: " << flags.status().ToString() << "\n";
     return 2;
   }
+  auto config = LoadConfig(*flags);
+  if (!config.ok()) {
+    LogError("no cluster configuration", {{"error", config.status().ToString()}});
+    return 1;
+  }
+  if (!config->ca_pem.empty()) {
+    // With a cluster CA, the system's CA bundle is never trusted (see
+    // client.cc), yet cpprestsdk loads it into every new connection's TLS
+    // context before we replace the store: about 1 MiB parsed and thrown
+    // away per connection (and every watch opens one). Point OpenSSL's
+    // default file at nothing; done before any thread that could read the
+    // environment exists.
+    setenv("SSL_CERT_FILE", "/dev/null", 1);
+  }
+  crossplat::threadpool::initialize_with_threads(4);
   std::atomic<bool> stop{false};
   std::thread([signals, &stop]() mutable {
     int sig = 0;
@@ -239,11 +253,6 @@ int main(int argc, char** argv) {
     stop = true;
   }).detach();
 
-  auto config = LoadConfig(*flags);
-  if (!config.ok()) {
-    LogError("no cluster configuration", {{"error", config.status().ToString()}});
-    return 1;
-  }
   ClientOptions copts;
   copts.qps = flags->qps;
   copts.burst = flags->burst;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The operator trusts the kubeconfig's CA alone, as client-go does: not the
-# system's CA bundle too. Here the system bundle (SSL_CERT_FILE) holds the
-# testbed's real CA and the kubeconfig names an unrelated one: the operator
-# must refuse the API server (and create nothing). With the real CA in the
-# kubeconfig and an empty system bundle, it reconciles.
+# system's CA bundle too. Here the system trust (OpenSSL's default file,
+# SSL_CERT_FILE, and hashed directory, SSL_CERT_DIR) holds the testbed's
+# real CA and the kubeconfig names an unrelated one: the operator must refuse
+# the API server and create nothing. With the real CA in the kubeconfig and
+# an empty system bundle, it reconciles.
 . "$(dirname "$0")/lib_operator.sh"
 setup
 command -v openssl >/dev/null || fail "openssl is needed (scripts/setup installs it)"
@@ -39,7 +40,12 @@ spec:
       template: {spec: {containers: [{name: w, image: busybox, command: [sh, -c, "sleep 30"]}]}}
 EOF
 
-KUBECONFIG="$dir/wrong-ca.kubeconfig" SSL_CERT_FILE="$dir/real-ca.pem" start_operator wrong-ca --leader-elect=false
+# The "system" trust: OpenSSL's default file and its hashed directory.
+mkdir -p "$dir/system-certs"
+cp "$dir/real-ca.pem" "$dir/system-certs/"
+openssl rehash "$dir/system-certs" >/dev/null 2>&1 || fail "openssl rehash failed"
+KUBECONFIG="$dir/wrong-ca.kubeconfig" SSL_CERT_FILE="$dir/real-ca.pem" SSL_CERT_DIR="$dir/system-certs" \
+  start_operator wrong-ca --leader-elect=false
 wait_for 60 "the operator to log a refused API server certificate, pointing at the CA" \
   grep -q "SSL handshake (does the kubeconfig's certificate-authority" "$LOGDIR/wrong-ca.log"
 k -n "$NS" get service trust >/dev/null 2>&1 && fail "the operator reached the API server through the system CA bundle"
