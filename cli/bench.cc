@@ -1,6 +1,6 @@
 // `ringmaster bench`: float32 SUM all-reduce among N local ranks, one process
 // per rank, measured exactly as the peers of the side-by-side comparison
-// (bench/allreduce/bench_common.h: same sizes, warm-up, timed batches, median
+// (rmbench/bench_common.h, library ringmaster_bench_common: same sizes, warm-up, timed batches, median
 // and spread, bit-exact check, one JSON line per size and algorithm).
 //
 // Without --member it is a launcher: it gives N copies of itself a TF_CONFIG
@@ -27,12 +27,12 @@
 #include <string>
 #include <vector>
 
-#include "algorithms.h"
-#include "bench_common.h"
 #include "free_ports.h"
+#include "ringmaster/comm_options.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/job.h"
 #include "ringmaster/tf_config_gen.h"
+#include "rmbench/bench_common.h"
 
 namespace ringmaster::cli {
 namespace {
@@ -43,7 +43,8 @@ const char kUsage[] =
     "       ringmaster bench --member [same options]\n"
     "All-reduce (float32, sum) among RANKS local processes (default 2) over TCP on 127.0.0.1, sizes\n"
     "MIN_BYTES (default 4) to MAX_BYTES (default 256M) growing by the integer FACTOR (default 4),\n"
-    "for AUTO and each algorithm forced (ring; rd = recursive doubling, the small-message one;\n"
+    "for AUTO (the engine's choice; RINGMASTER_ALGORITHM's when set) and each algorithm forced per\n"
+    "call through CommunicationOptions::algorithm (ring; rd = recursive doubling, the small-message one;\n"
     "hd = halving-doubling, the medium-size one).\n"
     "Per size: 2 warm-up calls, K timed batches (default 5) of back-to-back calls; the median and\n"
     "the spread of the per-call time over the batches; every result checked bit for bit.\n"
@@ -123,8 +124,8 @@ std::optional<int> Parse(int argc, char** argv, Options* o) {
 }
 
 struct Algo {
-  const char* name;
-  std::optional<internal::Algorithm> forced;
+  const char* name;     // the short name in the table and the JSON lines
+  Algorithm algorithm;  // per call: kAuto leaves the choice to the engine
 };
 
 // One rank: forms the group from the environment and measures every size
@@ -139,10 +140,10 @@ int MemberMain(const Options& o) {
   }
   Communicator& comm = **made;
   std::vector<Algo> algos;
-  if (o.algo == "all" || o.algo == "auto") algos.push_back({"auto", std::nullopt});
-  if (o.algo == "all" || o.algo == "ring") algos.push_back({"ring", internal::Algorithm::kRing});
-  if (o.algo == "all" || o.algo == "rd") algos.push_back({"rd", internal::Algorithm::kRecursiveDoubling});
-  if (o.algo == "all" || o.algo == "hd") algos.push_back({"hd", internal::Algorithm::kHalvingDoubling});
+  if (o.algo == "all" || o.algo == "auto") algos.push_back({"auto", Algorithm::kAuto});
+  if (o.algo == "all" || o.algo == "ring") algos.push_back({"ring", Algorithm::kRing});
+  if (o.algo == "all" || o.algo == "rd") algos.push_back({"rd", Algorithm::kRecursiveDoubling});
+  if (o.algo == "all" || o.algo == "hd") algos.push_back({"hd", Algorithm::kHalvingDoubling});
 
   rmbench::Args a;
   a.rank = comm.rank();
@@ -163,7 +164,8 @@ int MemberMain(const Options& o) {
     std::vector<float> data(static_cast<size_t>(count));
     Tensor t{data.data(), count, DataType::kFloat32};
     for (const auto& algo : algos) {
-      internal::ForceAlgorithmForBenchmarks(algo.forced);
+      CommunicationOptions per_call;
+      per_call.algorithm = algo.algorithm;
       a.algo = algo.name;
       bool ok = true;
       rmbench::Measure(
@@ -172,14 +174,13 @@ int MemberMain(const Options& o) {
             for (int64_t i = 0; i < count; ++i) data[i] = pattern ? rmbench::Pattern(a.rank, i) : 0.f;
           },
           [&] {
-            check(comm.AllReduce({&t, 1}, ReduceOp::kSum), "all-reduce");
+            check(comm.AllReduce({&t, 1}, ReduceOp::kSum, per_call), "all-reduce");
           },
           [&] { check(comm.Barrier(), "barrier"); },
           [&] { return ok = rmbench::CheckAll(data.data(), count, a.size); });
       all_ok &= ok;
     }
   }
-  internal::ForceAlgorithmForBenchmarks(std::nullopt);
   return all_ok ? 0 : 1;
 }
 

@@ -29,12 +29,48 @@ StatusOr<Implementation> ParseImplementation(std::string_view text, std::string_
                               "', expected one of AUTO, RING, NCCL");
 }
 
+std::string_view AlgorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "recursive_doubling";
+    case Algorithm::kHalvingDoubling:
+      return "halving_doubling";
+  }
+  return "auto";
+}
+
+StatusOr<Algorithm> ParseAlgorithm(std::string_view text, std::string_view field) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (Algorithm a :
+       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling}) {
+    if (lower == AlgorithmName(a)) return a;
+  }
+  return InvalidArgumentError(std::string(field) + ": unknown algorithm '" + std::string(text) +
+                              "', expected one of auto, ring, recursive_doubling, halving_doubling");
+}
+
 Status CommunicationOptions::Validate() const {
   if (bytes_per_pack < 0) {
     return InvalidArgumentError("bytes_per_pack must be >= 0, got " + std::to_string(bytes_per_pack));
   }
   if (timeout_seconds && (*timeout_seconds < 0 || std::isnan(*timeout_seconds))) {
     return InvalidArgumentError("timeout_seconds must be >= 0, got " + std::to_string(*timeout_seconds));
+  }
+  // Enums cast from integers (the C API, bindings) can hold anything.
+  if (implementation != Implementation::kAuto && implementation != Implementation::kRing &&
+      implementation != Implementation::kNccl) {
+    return InvalidArgumentError("implementation: not a valid value: " +
+                                std::to_string(static_cast<int>(implementation)));
+  }
+  if (algorithm != Algorithm::kAuto && algorithm != Algorithm::kRing &&
+      algorithm != Algorithm::kRecursiveDoubling && algorithm != Algorithm::kHalvingDoubling) {
+    return InvalidArgumentError("algorithm: not a valid value: " +
+                                std::to_string(static_cast<int>(algorithm)));
   }
   return OkStatus();
 }
@@ -44,6 +80,7 @@ CommunicationOptions CommunicationOptions::Merge(const CommunicationOptions& per
   if (per_call.bytes_per_pack != 0) merged.bytes_per_pack = per_call.bytes_per_pack;
   if (per_call.timeout_seconds.has_value()) merged.timeout_seconds = per_call.timeout_seconds;
   if (per_call.implementation != Implementation::kAuto) merged.implementation = per_call.implementation;
+  if (per_call.algorithm != Algorithm::kAuto) merged.algorithm = per_call.algorithm;
   return merged;
 }
 
@@ -70,11 +107,14 @@ bool ParseWhole(std::string_view s, T& out) {
 }  // namespace
 
 std::map<std::string, std::string> CommunicationOptions::ToEnv() const {
-  return {
+  std::map<std::string, std::string> env = {
       {kEnvImplementation, std::string(ImplementationName(implementation))},
       {kEnvBytesPerPack, std::to_string(bytes_per_pack)},
       {kEnvTimeoutSeconds, timeout_seconds ? FormatSeconds(*timeout_seconds) : "0"},
   };
+  // Absent is auto: jobs that never force an algorithm keep their three variables.
+  if (algorithm != Algorithm::kAuto) env[kEnvAlgorithm] = std::string(AlgorithmName(algorithm));
+  return env;
 }
 
 StatusOr<CommunicationOptions> CommunicationOptions::FromEnv(
@@ -84,6 +124,11 @@ StatusOr<CommunicationOptions> CommunicationOptions::FromEnv(
     auto impl = ParseImplementation(v, kEnvImplementation);
     if (!impl.ok()) return impl.status();
     out.implementation = *impl;
+  }
+  if (const char* v = getenv_fn(kEnvAlgorithm); v && *v) {
+    auto algorithm = ParseAlgorithm(v, kEnvAlgorithm);
+    if (!algorithm.ok()) return algorithm.status();
+    out.algorithm = *algorithm;
   }
   if (const char* v = getenv_fn(kEnvBytesPerPack); v && *v) {
     if (!ParseWhole(v, out.bytes_per_pack)) {

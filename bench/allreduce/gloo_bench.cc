@@ -10,9 +10,15 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "bench_common.h"
+#include "rmbench/bench_common.h"
 
 namespace {
 

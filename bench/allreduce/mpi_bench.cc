@@ -3,7 +3,10 @@
 // command line by bench/allreduce/run.py.
 #include <mpi.h>
 
-#include "bench_common.h"
+#include <cstdint>
+#include <vector>
+
+#include "rmbench/bench_common.h"
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

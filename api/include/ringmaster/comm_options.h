@@ -22,9 +22,24 @@ std::string_view ImplementationName(Implementation impl);
 // the error ("spec.communication.implementation", "RINGMASTER_IMPLEMENTATION").
 StatusOr<Implementation> ParseImplementation(std::string_view text, std::string_view field);
 
+// The CPU engine's all-reduce algorithm: the engine's own tuning knob beside
+// TF's implementation hint (as NCCL_ALGO is NCCL's). kAuto lets the engine
+// pick by message size and group; the others force one for every size. NCCL
+// chooses its own algorithm and ignores this one.
+enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
+
+// "auto", "ring", "recursive_doubling", "halving_doubling".
+std::string_view AlgorithmName(Algorithm algorithm);
+// Case-insensitive. `field` names the source in the error ("RINGMASTER_ALGORITHM"),
+// which also lists the valid values.
+StatusOr<Algorithm> ParseAlgorithm(std::string_view text, std::string_view field);
+
 inline constexpr char kEnvImplementation[] = "RINGMASTER_IMPLEMENTATION";
 inline constexpr char kEnvBytesPerPack[] = "RINGMASTER_BYTES_PER_PACK";
 inline constexpr char kEnvTimeoutSeconds[] = "RINGMASTER_TIMEOUT_SECONDS";
+// The engine's algorithm (AlgorithmName's spelling); absent means auto. Not
+// part of the job spec: set it in a pod template's env, or per call.
+inline constexpr char kEnvAlgorithm[] = "RINGMASTER_ALGORITHM";
 // The agent's own control port: one for every member ("2223") or one per
 // member in rank order ("41000,41001,41002"). TensorFlow's server takes the
 // TF_CONFIG port in the same process, so the agent never uses that one.
@@ -45,19 +60,24 @@ struct CommunicationOptions {
   std::optional<double> timeout_seconds;
   // A hint: AUTO picks NCCL for GPU memory, the CPU engine otherwise.
   Implementation implementation = Implementation::kAuto;
+  // Not one of TF's options: the CPU engine's algorithm (see Algorithm).
+  Algorithm algorithm = Algorithm::kAuto;
 
-  // InvalidArgument naming the field for a negative pack size or timeout.
+  // InvalidArgument naming the field for a negative pack size or timeout, or
+  // an enum value out of range.
   Status Validate() const;
   // TF's Options.merge: every per-call value that is not the default
-  // (bytes_per_pack != 0, timeout set, implementation != AUTO) wins.
+  // (bytes_per_pack != 0, timeout set, implementation != AUTO,
+  // algorithm != auto) wins.
   CommunicationOptions Merge(const CommunicationOptions& per_call) const;
   // The deadline in seconds, or nullopt when collectives may take any time.
   std::optional<double> EffectiveTimeout() const;
 
   // Variables the operator injects: always the three names, with "0" for an
-  // unset timeout (absent or 0 both mean no timeout).
+  // unset timeout (absent or 0 both mean no timeout); RINGMASTER_ALGORITHM
+  // only when the algorithm is not auto.
   std::map<std::string, std::string> ToEnv() const;
-  // Reads the three variables (each optional) through `getenv`; malformed
+  // Reads the four variables (each optional) through `getenv`; malformed
   // values fail with InvalidArgument naming the variable.
   static StatusOr<CommunicationOptions> FromEnv(const std::function<const char*(const char*)>& getenv_fn);
 
