@@ -1,0 +1,89 @@
+// A replica's environment: built in one place for the operator's pods and
+// for `ringmaster run`'s processes, and parsed in one place by the agent.
+// TF_CONFIG, the job's communication options and the RINGMASTER_* variables.
+// Pure: no getenv, no I/O.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "ringmaster/comm_options.h"
+#include "ringmaster/job.h"
+#include "ringmaster/job_state.h"
+#include "ringmaster/status.h"
+#include "ringmaster/tf_config.h"
+#include "ringmaster/tf_config_gen.h"
+
+namespace ringmaster {
+
+inline constexpr char kEnvTfConfig[] = "TF_CONFIG";
+inline constexpr char kEnvRestartCount[] = "RINGMASTER_RESTART_COUNT";
+inline constexpr char kEnvFormationTimeoutSeconds[] = "RINGMASTER_FORMATION_TIMEOUT_SECONDS";
+inline constexpr char kEnvHeartbeatTimeoutSeconds[] = "RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS";
+inline constexpr char kEnvStreams[] = "RINGMASTER_STREAMS";
+inline constexpr char kEnvFlightRecorderDir[] = "RINGMASTER_FLIGHT_RECORDER_DIR";
+inline constexpr char kEnvFlightRecorderSize[] = "RINGMASTER_FLIGHT_RECORDER_SIZE";
+// Where the agent writes its one-line verdict when its group aborts; unset,
+// it writes /dev/termination-log when that exists (the kubelet's default
+// terminationMessagePath).
+inline constexpr char kEnvTerminationLog[] = "RINGMASTER_TERMINATION_LOG";
+
+// Name/value pairs in the order they are given to the replica.
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+// Where the operator's pods and the local runner differ: each difference is
+// one field here.
+struct ReplicaEnvOptions {
+  // TF_CONFIG: the namespace and cluster domain of the stable DNS names...
+  TfConfigOptions tf_config;
+  // ...or, when set, where each replica is reached (local runs: 127.0.0.1).
+  AddressFn address;
+  // RINGMASTER_PORT. nullopt: DefaultAgentPort(spec.port) for every member
+  // (pods: every pod has its own IP). A list: one port per member in rank
+  // order (local runs: every task shares the host); an empty list sets none.
+  std::optional<std::vector<int>> agent_ports;
+  // RINGMASTER_RESTART_COUNT (local runs: the start of this process, 0 for
+  // the first); nullopt sets none.
+  std::optional<int> restart_count;
+  // RINGMASTER_TERMINATION_LOG; "" sets none.
+  std::string termination_log;
+};
+
+// The environment of replica `key`: TF_CONFIG, the job's communication
+// options (CommunicationOptions::ToEnv, in its order), RINGMASTER_PORT, then
+// RINGMASTER_RESTART_COUNT and RINGMASTER_TERMINATION_LOG when given.
+// InvalidArgument when the job has no such replica.
+StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
+                                  const ReplicaEnvOptions& opts);
+
+// RINGMASTER_PORT's value: one port for every member, or one per member in
+// rank order. "" gives an empty list; anything else that is not 1 or
+// `members` ports in [1, 65535] is InvalidArgument naming RINGMASTER_PORT.
+StatusOr<std::vector<int>> ParseAgentPorts(std::string_view value, size_t members);
+
+// What a replica reads from its environment. Optional fields are nullopt
+// when the variable is unset or empty: the reader keeps its own default.
+struct ReplicaEnv {
+  TfConfig tf_config;
+  CollectiveGroup group;  // from tf_config
+  CommunicationOptions communication;
+  std::vector<int> agent_ports;  // empty when RINGMASTER_PORT is unset
+  std::optional<double> formation_timeout_seconds;
+  std::optional<double> heartbeat_timeout_seconds;
+  std::optional<int> streams;  // 1..8
+  std::optional<std::string> flight_recorder_dir;
+  std::optional<int> flight_recorder_size;  // 1..1048576 entries
+  std::optional<std::string> termination_log;
+};
+
+// Parses the variables through `getenv` (e.g. &std::getenv). TF_CONFIG is
+// required; a malformed value fails with InvalidArgument naming the variable.
+// Whether this task is a member of the group is the caller's question.
+StatusOr<ReplicaEnv> ParseReplicaEnv(const std::function<const char*(const char*)>& getenv);
+
+}  // namespace ringmaster
