@@ -21,6 +21,13 @@ inline constexpr char kPlural[] = "distributedjobs";
 inline constexpr char kPortName[] = "ringmaster";
 // The agent's control port (RINGMASTER_PORT) in a container (<= 15 chars).
 inline constexpr char kAgentPortName[] = "rm-agent";
+// Given to containers that set none: the agent's verdict when its group
+// aborts is the termination message, and a crash without one still leaves
+// the end of its log there.
+inline constexpr char kTerminationMessagePolicy[] = "FallbackToLogsOnError";
+// The kubelet's default terminationMessagePath (where the agent writes
+// without RINGMASTER_TERMINATION_LOG).
+inline constexpr char kDefaultTerminationMessagePath[] = "/dev/termination-log";
 
 // "<job>-<type>-<index>": deterministic, so a lagging cache cannot make a
 // second pod for one replica (the API server answers AlreadyExists).

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "names.h"
+#include "time_util.h"
 
 namespace ringmaster::op {
 
@@ -58,6 +59,39 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
   o.exit_code = first_nonzero.value_or(first_exit.value_or(0));
   if (o.phase == ReplicaPhase::kFailed && !first_nonzero && !first_exit) o.exit_code = 1;
   return o;
+}
+
+std::optional<ReplicaExit> ObserveFailure(const json& pod) {
+  auto o = ObservePod(pod);
+  if (!o) return std::nullopt;
+  auto status = pod.find("status");
+  if (status == pod.end() || !status->is_object()) return std::nullopt;
+  auto statuses = status->find("containerStatuses");
+  if (statuses == status->end() || !statuses->is_array()) return std::nullopt;
+  std::optional<ReplicaExit> first, with_message;
+  for (const auto& cs : *statuses) {
+    if (!cs.is_object()) continue;
+    for (const char* which : {"state", "lastState"}) {
+      auto st = cs.find(which);
+      if (st == cs.end() || !st->is_object()) continue;
+      auto term = st->find("terminated");
+      if (term == st->end() || !term->is_object()) continue;
+      auto code = term->find("exitCode");
+      if (code == term->end() || !code->is_number_integer() || code->get<int>() == 0) continue;
+      ReplicaExit e;
+      e.replica = o->key.Name();
+      e.exit_code = code->get<int>();
+      if (auto m = term->find("message"); m != term->end() && m->is_string())
+        e.message = m->get<std::string>();
+      if (auto f = term->find("finishedAt"); f != term->end() && f->is_string()) {
+        e.finished = ParseRfc3339(f->get<std::string>()).value_or(0);
+      }
+      if (!first) first = e;
+      if (!with_message && ChooseVerdict({e})) with_message = e;
+      break;  // the current state is the newer one
+    }
+  }
+  return with_message ? with_message : first;
 }
 
 std::string MetadataString(const nlohmann::json& obj, const char* field) {

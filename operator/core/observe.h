@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ringmaster/job_state.h"
+#include "ringmaster/verdict.h"
 
 namespace ringmaster::op {
 
@@ -13,6 +14,14 @@ namespace ringmaster::op {
 // The exit code is the first non-zero one of a terminated container (or the
 // first terminated one's); restarts are the kubelet's, summed over containers.
 std::optional<ReplicaObservation> ObservePod(const nlohmann::json& pod);
+
+// The failed exit of a pod's containers, for the verdict: a container whose
+// state.terminated (or, for a container the kubelet restarted,
+// lastState.terminated) has a non-zero exit code; one with a termination
+// message first, else the first. `replica` is the key's name ("worker-1"),
+// `finished` its finishedAt (seconds; 0 when absent). nullopt for a pod
+// without our labels or without a failed container.
+std::optional<ReplicaExit> ObserveFailure(const nlohmann::json& pod);
 
 // metadata.<field> of any object; "" where it is absent or not a string
 // (objects from the API server are trusted for shape, not for content).

@@ -1,7 +1,7 @@
 #include "pod_builder.h"
 
 #include "names.h"
-#include "ringmaster/tf_config_gen.h"
+#include "ringmaster/replica_env.h"
 
 namespace ringmaster::op {
 namespace {
@@ -62,11 +62,11 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
     return InvalidArgumentError("job " + job.name + " has no replica " + key.Name());
   }
   const std::string ns = JobNamespace(job);
-  TfConfigOptions tf_opts;
-  tf_opts.namespace_ = ns;
-  tf_opts.cluster_domain = opts.cluster_domain;
-  auto tf_config = GenerateTfConfig(job, key.type, key.index, tf_opts);
-  if (!tf_config.ok()) return tf_config.status();
+  ReplicaEnvOptions env_opts;
+  env_opts.tf_config.namespace_ = ns;
+  env_opts.tf_config.cluster_domain = opts.cluster_domain;
+  // Every pod has its own IP: one agent port (spec.port's neighbour) for all.
+  env_opts.agent_ports.reset();
 
   BuiltPod out;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
@@ -90,27 +90,34 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   if (!podspec.contains("containers") || !podspec["containers"].is_array())
     podspec["containers"] = json::array();
   json& containers = podspec["containers"];
-  const auto comm_env = job.communication.ToEnv();
   for (auto& c : containers) {
     if (!c.is_object()) continue;
     if (!c.contains("env") || !c["env"].is_array()) c["env"] = json::array();
     json& env = c["env"];
     const std::string cname = c.value("name", "");
-    if (HasEnv(env, "TF_CONFIG")) {
-      out.events.push_back({true, "TfConfigKept",
-                            "container " + cname + " of pod " + PodName(job.name, key) +
-                                " sets its own TF_CONFIG; it is kept and the generated one is not injected"});
-    } else {
-      env.push_back({{"name", "TF_CONFIG"}, {"value", *tf_config}});
+    // The agent's verdict when its group aborts; a crash without one still
+    // leaves the end of the log as the termination message.
+    if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = kTerminationMessagePolicy;
+    // A container's own terminationMessagePath: the agent writes there (by
+    // default it writes /dev/termination-log, the kubelet's default path).
+    env_opts.termination_log.clear();
+    if (auto it = c.find("terminationMessagePath");
+        it != c.end() && it->is_string() && *it != kDefaultTerminationMessagePath) {
+      env_opts.termination_log = it->get<std::string>();
     }
-    for (const auto& [name, value] : comm_env) {
-      if (!HasEnv(env, name)) env.push_back({{"name", name}, {"value", value}});
-    }
-    // The agent's own port: TensorFlow's server holds the TF_CONFIG port in
-    // the same container, and every pod has its own IP, so one port serves
-    // every member.
-    if (!HasEnv(env, kEnvAgentPort)) {
-      env.push_back({{"name", kEnvAgentPort}, {"value", std::to_string(DefaultAgentPort(job.port))}});
+    auto replica_env = BuildReplicaEnv(job, key, env_opts);
+    if (!replica_env.ok()) return replica_env.status();
+    // What the container sets itself is kept (a user's TF_CONFIG with a
+    // warning: it decides the group).
+    for (const auto& [name, value] : *replica_env) {
+      if (!HasEnv(env, name)) {
+        env.push_back({{"name", name}, {"value", value}});
+      } else if (name == kEnvTfConfig) {
+        out.events.push_back(
+            {true, "TfConfigKept",
+             "container " + cname + " of pod " + PodName(job.name, key) +
+                 " sets its own TF_CONFIG; it is kept and the generated one is not injected"});
+      }
     }
   }
   if (!containers.empty() && containers[0].is_object()) {

@@ -1,5 +1,7 @@
 #include "reconcile.h"
 
+#include <map>
+
 #include "names.h"
 #include "observe.h"
 #include "status_json.h"
@@ -53,6 +55,46 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
   return plan;
 }
 
+// The condition this decision just set that a replica's failure explains:
+// Failed (not by the job's own deadline) or Restarting. Null when none.
+Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
+  for (auto& c : d.status.conditions) {
+    if (!c.status) continue;
+    if (c.type == ConditionType::kFailed && !old_status.Is(ConditionType::kFailed) &&
+        c.reason != "DeadlineExceeded")
+      return &c;
+  }
+  for (const auto& e : d.events) {
+    if (e.reason == "JobRestarting") {
+      for (auto& c : d.status.conditions) {
+        if (c.type == ConditionType::kRestarting && c.status) return &c;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// The failed replicas' last words (their termination messages) in the
+// condition that their failure set, and as an Event. When it restarts
+// replicas, only theirs count; when it fails the job, every failed one.
+void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaExit>& failures, Decision& d) {
+  Condition* c = NewFailureCondition(old_status, d);
+  if (!c) return;
+  std::set<ReplicaKey> restarting;
+  for (const Action& a : d.actions) {
+    if (a.kind == ActionKind::kRestart) restarting.insert(a.key);
+  }
+  std::vector<ReplicaExit> exits;
+  for (const auto& [key, exit] : failures) {  // rank order: chief, then workers by index
+    if (c->type == ConditionType::kFailed || restarting.count(key)) exits.push_back(exit);
+  }
+  auto chosen = ChooseVerdict(exits);
+  if (!chosen) return;
+  const std::string verdict = FormatVerdict(exits[*chosen]);
+  c->message += "; " + verdict;
+  d.events.push_back({true, "TerminationMessage", verdict});
+}
+
 }  // namespace
 
 Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* service, const Pending& pending,
@@ -63,6 +105,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   const std::string uid = StringAt(job_obj, "metadata", "uid");
 
   std::vector<ReplicaObservation> observed;
+  std::map<ReplicaKey, ReplicaExit> failures;
   std::set<std::string> seen;
   for (const auto& pod : pods) {
     if (!OwnedBy(pod, uid)) continue;
@@ -72,6 +115,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     if (name != PodName(job.name, o->key)) continue;  // not a name we would give
     seen.insert(name);
     if (pending.deleting.count(name)) o->deleting = true;
+    if (auto failure = ObserveFailure(pod)) failures[o->key] = std::move(*failure);
     observed.push_back(*o);
   }
   for (const auto& [type, spec] : job.replica_specs) {
@@ -91,6 +135,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   const json& status_obj = job_obj.contains("status") ? job_obj["status"] : empty;
   const JobStatus old_status = StatusFromJson(status_obj);
   Decision d = Reconcile(job, old_status, observed, now);
+  AddVerdict(old_status, failures, d);
 
   Plan plan;
   plan.events = d.events;

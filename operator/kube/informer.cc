@@ -45,8 +45,13 @@ void TrimPod(json& pod) {
         json keep = json::object();
         if (c.contains("name")) keep["name"] = std::move(c["name"]);
         if (c.contains("restartCount")) keep["restartCount"] = std::move(c["restartCount"]);
-        if (c.contains("state") && c["state"].is_object() && c["state"].contains("terminated"))
-          keep["state"] = {{"terminated", std::move(c["state"]["terminated"])}};
+        // terminated (exit code, finishedAt, the termination message: the
+        // job's verdict) of the current and, for a restarted container, the
+        // last run.
+        for (const char* which : {"state", "lastState"}) {
+          if (c.contains(which) && c[which].is_object() && c[which].contains("terminated"))
+            keep[which] = {{"terminated", std::move(c[which]["terminated"])}};
+        }
         cs.push_back(std::move(keep));
       }
       out["containerStatuses"] = std::move(cs);

@@ -74,7 +74,8 @@ class Informer {
 // Drops metadata.managedFields (often the largest part of an object).
 void StripManagedFields(nlohmann::json& obj);
 // Keeps of a pod only what the controller reads: metadata and the status
-// fields behind the phase, exit codes and restart counts.
+// fields behind the phase, exit codes, restart counts and termination
+// messages (state and lastState .terminated).
 void TrimPod(nlohmann::json& pod);
 
 // A resourceVersion is an opaque string, but the API server's are integers:

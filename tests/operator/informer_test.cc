@@ -80,6 +80,22 @@ class FakeApiServer {
   int lists_ = 0, watches_ = 0;
 };
 
+TEST(TrimPod, KeepsTerminatedStatesWithTheirMessages) {
+  json pod = json::parse(R"({"metadata":{"name":"j-worker-0","managedFields":[{}],"annotations":{"a":"b"}},
+    "spec":{"containers":[{"name":"trainer"}]},
+    "status":{"phase":"Running","podIP":"10.0.0.1","containerStatuses":[{"name":"trainer","restartCount":1,
+      "image":"x","state":{"running":{"startedAt":"2027-01-15T08:00:01Z"}},
+      "lastState":{"terminated":{"exitCode":1,"message":"DeadlineExceeded: ...","finishedAt":"2027-01-15T08:00:00Z"}}}]}})");
+  TrimPod(pod);
+  EXPECT_FALSE(pod.contains("spec"));
+  EXPECT_FALSE(pod["metadata"].contains("managedFields"));
+  EXPECT_FALSE(pod["metadata"].contains("annotations"));
+  EXPECT_FALSE(pod["status"].contains("podIP"));
+  const json& cs = pod["status"]["containerStatuses"][0];
+  EXPECT_EQ(cs, json::parse(R"({"name":"trainer","restartCount":1,
+    "lastState":{"terminated":{"exitCode":1,"message":"DeadlineExceeded: ...","finishedAt":"2027-01-15T08:00:00Z"}}})"));
+}
+
 TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
   FakeApiServer fake;
   ASSERT_TRUE(fake.Start().ok());

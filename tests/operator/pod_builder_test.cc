@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "names.h"
+#include "ringmaster/replica_env.h"
 #include "ringmaster/tf_config_gen.h"
 #include "test_util.h"
 
@@ -186,6 +187,42 @@ TEST(ServiceBuilder, HeadlessPublishesNotReadyAddresses) {
   EXPECT_EQ(svc["spec"]["selector"][kLabelJobName], "quickstart");
   EXPECT_EQ(svc["spec"]["ports"][0]["port"], 2222);
   EXPECT_EQ(svc["metadata"]["ownerReferences"][0]["uid"], "uid-1234");
+}
+
+TEST(PodBuilder, EnvIsTheSharedReplicaEnvInItsOrder) {
+  const DistributedJob job = Decode(testing::QuickstartObject());
+  auto built = BuildPod(job, {ReplicaType::kChief, 0}, {});
+  ASSERT_TRUE(built.ok());
+  ReplicaEnvOptions opts;
+  opts.tf_config.namespace_ = "team-a";
+  auto expected = BuildReplicaEnv(job, {ReplicaType::kChief, 0}, opts);
+  ASSERT_TRUE(expected.ok());
+  json want = json::array();
+  for (const auto& [name, value] : *expected) want.push_back({{"name", name}, {"value", value}});
+  EXPECT_EQ(built->pod["spec"]["containers"][0]["env"], want);
+  EXPECT_EQ(EnvValue(built->pod["spec"]["containers"][0], "RINGMASTER_TERMINATION_LOG"), "<absent>");
+}
+
+TEST(PodBuilder, TerminationMessageFallsBackToLogsUnlessTheContainerSaysOtherwise) {
+  json obj = testing::QuickstartObject();
+  auto& containers = obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"];
+  containers.push_back({{"name", "own"},
+                        {"image", "busybox"},
+                        {"terminationMessagePolicy", "File"},
+                        {"terminationMessagePath", "/tmp/verdict"}});
+  containers.push_back(
+      {{"name", "default-path"}, {"image", "busybox"}, {"terminationMessagePath", "/dev/termination-log"}});
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json& cs = built->pod["spec"]["containers"];
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(cs[1]["terminationMessagePolicy"], "File");
+  EXPECT_EQ(cs[2]["terminationMessagePolicy"], "FallbackToLogsOnError");
+  // The agent writes where the kubelet reads: a path of the container's own.
+  EXPECT_EQ(EnvValue(cs[0], "RINGMASTER_TERMINATION_LOG"), "<absent>");
+  EXPECT_EQ(EnvValue(cs[1], "RINGMASTER_TERMINATION_LOG"), "/tmp/verdict");
+  EXPECT_EQ(EnvValue(cs[2], "RINGMASTER_TERMINATION_LOG"), "<absent>");
 }
 
 }  // namespace

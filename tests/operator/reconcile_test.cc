@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "observe.h"
 #include "status_json.h"
 #include "test_util.h"
+#include "time_util.h"
 
 namespace ringmaster::op {
 namespace {
@@ -238,6 +240,123 @@ TEST(PlanJob, InvalidSpecFailsOnceWithAWarning) {
   Plan again = PlanJob(WithStatus(job, p), {}, nullptr, {}, kNow, {});
   EXPECT_FALSE(again.status.has_value());
   EXPECT_TRUE(again.events.empty());
+}
+
+// A pod whose container ended with `code`, `message` and finishedAt `at`.
+json Terminated(const json& pod, int code, const std::string& message, const std::string& at,
+                bool last_state = false) {
+  json p = PodWithPhase(pod, last_state ? "Running" : "Failed");
+  json term = {{"exitCode", code}, {"reason", "Error"}, {"finishedAt", at}};
+  if (!message.empty()) term["message"] = message;
+  json cs = {{"name", "trainer"}, {"restartCount", last_state ? 1 : 0}};
+  if (last_state) {
+    cs["state"] = {{"running", {{"startedAt", at}}}};
+    cs["lastState"] = {{"terminated", term}};
+  } else {
+    cs["state"] = {{"terminated", term}};
+  }
+  p["status"]["containerStatuses"] = json::array({cs});
+  return p;
+}
+
+std::string ConditionMessage(const Plan& p, const std::string& type) {
+  for (const auto& c : (*p.status)["conditions"]) {
+    if (c["type"] == type) return c["message"];
+  }
+  return "<absent>";
+}
+
+std::vector<std::string> EventMessages(const Plan& p, const std::string& reason) {
+  std::vector<std::string> out;
+  for (const auto& e : p.events) {
+    if (e.reason == reason) out.push_back(e.message);
+  }
+  return out;
+}
+
+TEST(PlanJob, FailedConditionAndEventCarryTheEarliestTerminationMessage) {
+  json job = QuickstartObject();
+  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "Never";
+  const json svc = json::object();
+  auto pods = AllPods(job, "Running");
+  const std::string verdict =
+      "DeadlineExceeded: all-reduce collective #3 (pack 0 of 1) timed out after 5 s: /job:worker/task:1 "
+      "never "
+      "entered it";
+  Find(pods, "quickstart-worker-0") =
+      Terminated(Find(pods, "quickstart-worker-0"), 1, verdict + "\n", "2027-01-15T08:00:02Z");
+  Find(pods, "quickstart-worker-1") = Terminated(Find(pods, "quickstart-worker-1"), 137, "",
+                                                 "2027-01-15T08:00:00Z");  // no word from the culprit
+  Plan p = PlanJob(job, pods, &svc, {}, kNow, {});
+  ASSERT_EQ(p.state, "Failed");
+  const std::string want = "worker-0 failed (exit code 1): " + verdict;
+  EXPECT_EQ(ConditionMessage(p, "Failed"), "Worker 0 exited with code 1 (restartPolicy Never); " + want);
+  EXPECT_EQ(EventMessages(p, "TerminationMessage"), std::vector<std::string>{want});
+
+  // A later reconcile of the failed job says nothing again.
+  Plan again = PlanJob(WithStatus(job, p), pods, &svc, {}, kNow + 1, {});
+  EXPECT_TRUE(EventMessages(again, "TerminationMessage").empty());
+
+  // The earliest of several messages.
+  Find(pods, "quickstart-worker-1") =
+      Terminated(Find(pods, "quickstart-worker-1"), 2, "worker 1's own words", "2027-01-15T08:00:01Z");
+  Plan earliest = PlanJob(job, pods, &svc, {}, kNow, {});
+  EXPECT_EQ(EventMessages(earliest, "TerminationMessage"),
+            std::vector<std::string>{"worker-1 failed (exit code 2): worker 1's own words"});
+}
+
+TEST(PlanJob, RestartingConditionCarriesTheRestartedReplicasMessage) {
+  json job = QuickstartObject();
+  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
+  job["spec"]["runPolicy"]["backoffLimit"] = 5;
+  const json svc = json::object();
+  auto pods = AllPods(job, "Running");
+  // The chief restarted in place long ago (OnFailure): not the reason for this restart.
+  Find(pods, "quickstart-chief-0") =
+      Terminated(Find(pods, "quickstart-chief-0"), 1, "old news", "2027-01-15T07:00:00Z", true);
+  Find(pods, "quickstart-worker-1") = Terminated(Find(pods, "quickstart-worker-1"), 137,
+                                                 "Aborted: the leader went away", "2027-01-15T08:00:00Z");
+  Plan p = PlanJob(job, pods, &svc, {}, kNow, {});
+  ASSERT_EQ(p.state, "Restarting");
+  const std::string want = "worker-1 failed (exit code 137): Aborted: the leader went away";
+  EXPECT_EQ(ConditionMessage(p, "Restarting"), "restarting Worker 1; " + want);
+  EXPECT_EQ(EventMessages(p, "TerminationMessage"), std::vector<std::string>{want});
+}
+
+TEST(PlanJob, NoTerminationMessageNoVerdict) {
+  json job = QuickstartObject();
+  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "Never";
+  const json svc = json::object();
+  auto pods = AllPods(job, "Running");
+  Find(pods, "quickstart-worker-1") = PodWithPhase(Find(pods, "quickstart-worker-1"), "Failed", 1);
+  Plan p = PlanJob(job, pods, &svc, {}, kNow, {});
+  ASSERT_EQ(p.state, "Failed");
+  EXPECT_EQ(ConditionMessage(p, "Failed"), "Worker 1 exited with code 1 (restartPolicy Never)");
+  EXPECT_TRUE(EventMessages(p, "TerminationMessage").empty());
+}
+
+TEST(ObserveFailure, ReadsStateThenLastStateAndPrefersAMessage) {
+  json pod = {
+      {"metadata",
+       {{"name", "j-worker-2"},
+        {"labels", {{"ringmaster.io/replica-type", "worker"}, {"ringmaster.io/replica-index", "2"}}}}}};
+  EXPECT_FALSE(ObserveFailure(pod));
+  json sidecar = {{"name", "sidecar"}, {"state", {{"terminated", {{"exitCode", 2}}}}}};
+  json trainer = {{"name", "trainer"}, {"state", {{"running", json::object()}}}};
+  trainer["lastState"]["terminated"] = {
+      {"exitCode", 1}, {"message", "why"}, {"finishedAt", "2027-01-15T08:00:00Z"}};
+  pod["status"]["containerStatuses"] = json::array({sidecar, trainer});
+  auto f = ObserveFailure(pod);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->replica, "worker-2");
+  EXPECT_EQ(f->exit_code, 1);
+  EXPECT_EQ(f->message, "why");
+  EXPECT_EQ(f->finished, *ParseRfc3339("2027-01-15T08:00:00Z"));
+  pod["status"]["containerStatuses"][1]["lastState"]["terminated"]["exitCode"] = 0;
+  f = ObserveFailure(pod);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->exit_code, 2);
+  EXPECT_EQ(f->message, "");
 }
 
 }  // namespace
