@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -21,7 +22,8 @@
 #include "free_ports.h"
 #include "ringmaster/env_expand.h"
 #include "ringmaster/job_state.h"
-#include "ringmaster/tf_config_gen.h"
+#include "ringmaster/replica_env.h"
+#include "ringmaster/verdict.h"
 
 extern char** environ;
 
@@ -52,11 +54,18 @@ struct Replica {
   ReplicaObservation obs;
   int starts = 0;
   bool stopped = false;                            // its last run ended because we stopped it
+  std::string termination_log;                     // where its agent writes its verdict
+  std::string message;                             // what its last run wrote there
+  int64_t finished_ms = 0;                         // when its last run ended (ms into the run)
   std::optional<Clock::time_point> kill_deadline;  // SIGKILL after this
   std::optional<Clock::time_point> start_at;       // a restart waiting out its backoff
 };
 
 // Like kubelet's crash-loop backoff, shorter: 0.25 s doubling up to 5 s.
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
 Clock::duration RestartDelay(int restart) {
   double s = 0.25;
   for (int i = 1; i < restart && s < 5; ++i) s *= 2;
@@ -78,9 +87,11 @@ class Runner {
   Runner(const DistributedJob& job, const LocalRunOptions& opts, std::ostream& out)
       : job_(job), opts_(opts), out_(out) {}
 
+  ~Runner() { RemoveLogDir(); }
+
   int Run() {
     AssignAddresses();
-    const auto started = Clock::now();
+    MakeLogDir();
     bool finished = false;
     while (!finished && !g_interrupted) {
       Decision d = Reconcile(job_, status_, Observations(), std::time(nullptr));
@@ -91,8 +102,8 @@ class Runner {
       if (!finished) Wait(opts_.tick_seconds);
     }
     // Whatever the outcome, no replica outlives the run.
-    StopAll();
-    Summary(std::chrono::duration<double>(Clock::now() - started).count());
+    StopAll(/*prompt=*/g_interrupted != 0);
+    Summary(std::chrono::duration<double>(Clock::now() - started_).count());
     if (g_interrupted && !finished) return 130;
     return status_.Is(ConditionType::kSucceeded) ? 0 : 1;
   }
@@ -119,10 +130,48 @@ class Runner {
     agent_ports_.clear();
     for (ReplicaType type : {ReplicaType::kChief, ReplicaType::kWorker}) {
       const ReplicaSpec* spec = job_.Find(type);
-      for (int i = 0; spec && i < spec->replicas; ++i) {
-        agent_ports_ += (agent_ports_.empty() ? "" : ",") + std::to_string(ports[next++]);
-      }
+      for (int i = 0; spec && i < spec->replicas; ++i) agent_ports_.push_back(ports[next++]);
     }
+  }
+
+  // The replicas' termination logs live in a directory of this run's own.
+  void MakeLogDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ringmaster-run.XXXXXX";
+    if (!mkdtemp(tmpl.data())) {
+      throw std::runtime_error("cannot create a directory for the termination logs in " + tmpl + ": " +
+                               std::strerror(errno));
+    }
+    log_dir_ = tmpl;
+  }
+
+  std::string LogPath(const ReplicaKey& key) const {
+    return log_dir_ + "/" + key.Name() + ".termination-log";
+  }
+
+  void RemoveLogDir() {
+    if (log_dir_.empty()) return;
+    for (const auto& [key, r] : replicas_) unlink(LogPath(key).c_str());
+    rmdir(log_dir_.c_str());
+    log_dir_.clear();
+  }
+
+  // At most what the kubelet keeps of a termination message.
+  static std::string ReadMessage(const std::string& path) {
+    if (path.empty()) return "";
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    std::string text(kMaxTerminationMessage, '\0');
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    close(fd);
+    text.resize(got);
+    return text;
   }
 
   std::vector<ReplicaObservation> Observations() const {
@@ -145,6 +194,8 @@ class Runner {
         break;
       }
       case ActionKind::kDelete:
+        // At the end of the job StopAll gives the survivors their grace period.
+        if (status_.Finished()) break;
         if (auto it = replicas_.find(a.key); it != replicas_.end() && it->second.pid > 0)
           Terminate(it->second);
         break;
@@ -154,9 +205,11 @@ class Runner {
   }
 
   // The container's environment as a kubelet would give it: its env list in
-  // order (each value expanded against the entries before it), then what the
-  // operator injects (TF_CONFIG, RINGMASTER_*) where the container does not
-  // set it. TF_CONFIG is always ours: locally only loopback addresses work.
+  // order (each value expanded against the entries before it), then the
+  // replica environment the operator injects (BuildReplicaEnv) where the
+  // container does not set it. TF_CONFIG and RINGMASTER_RESTART_COUNT are
+  // always ours: locally only loopback addresses work, and the count is
+  // this runner's.
   std::map<std::string, std::string> ContainerEnv(const ReplicaKey& key, const nlohmann::json& container,
                                                   int restart) {
     std::map<std::string, std::string> env;
@@ -176,14 +229,21 @@ class Runner {
         }
       }
     }
-    for (const auto& [k, v] : job_.communication.ToEnv()) env.emplace(k, v);
-    if (!agent_ports_.empty()) env.emplace(kEnvAgentPort, agent_ports_);
-    TfConfigOptions tf;
-    auto tf_config = GenerateTfConfig(job_, key.type, key.index, tf, [this](ReplicaType t, int i) {
-      return addresses_.at({t, i});
-    });
-    env["TF_CONFIG"] = tf_config.ok() ? *tf_config : "";
-    env["RINGMASTER_RESTART_COUNT"] = std::to_string(restart);
+    ReplicaEnvOptions opts;
+    opts.address = [this](ReplicaType t, int i) { return addresses_.at({t, i}); };
+    // Every task shares this host: one agent port per member, in rank order.
+    opts.agent_ports = agent_ports_;
+    opts.restart_count = restart;
+    opts.termination_log = LogPath(key);
+    auto ours = BuildReplicaEnv(job_, key, opts);
+    if (!ours.ok()) throw std::runtime_error(key.Name() + ": " + ours.status().message());
+    for (const auto& [k, v] : *ours) {
+      if (k == kEnvTfConfig || k == kEnvRestartCount) {
+        env[k] = v;
+      } else {
+        env.emplace(k, v);
+      }
+    }
     return env;
   }
 
@@ -212,9 +272,16 @@ class Runner {
     r.kill_deadline.reset();
     r.start_at.reset();
     r.obs = {key, ReplicaPhase::kRunning, 0, 0, false};
+    r.message.clear();
+    r.finished_ms = 0;
     const nlohmann::json& container = job_.Find(key.type)->pod_template["spec"]["containers"][0];
     const int restart = r.starts++;
     const auto container_env = ContainerEnv(key, container, restart);
+    // Each start writes its own verdict. A container's own path is read
+    // too, but it is the user's file: not removed.
+    unlink(LogPath(key).c_str());
+    auto log = container_env.find(kEnvTerminationLog);
+    r.termination_log = log == container_env.end() ? "" : log->second;
     auto lookup = [&container_env](std::string_view name) -> std::optional<std::string> {
       auto it = container_env.find(std::string(name));
       if (it == container_env.end()) return std::nullopt;
@@ -282,8 +349,7 @@ class Runner {
     if (r.obs.deleting) return;
     Kill(r, SIGTERM);
     r.obs.deleting = true;
-    r.kill_deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(opts_.kill_grace_seconds));
+    r.kill_deadline = Clock::now() + Seconds(opts_.grace_seconds);
   }
 
   void Drain(Replica& r) {
@@ -335,6 +401,9 @@ class Runner {
       r.obs.phase = code == 0 ? ReplicaPhase::kSucceeded : ReplicaPhase::kFailed;
       r.obs.deleting = false;
       r.stopped = was_deleting;
+      r.message = ReadMessage(r.termination_log);
+      r.finished_ms = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
       Say(key.Name() + (was_deleting ? ": stopped" : ": exited") + " with code " + std::to_string(code) +
           (WIFSIGNALED(st) ? std::string(" (signal ") + strsignal(WTERMSIG(st)) + ")" : ""));
     }
@@ -368,19 +437,27 @@ class Runner {
     }
   }
 
-  void StopAll() {
+  bool AnyAlive() const {
+    for (const auto& [key, r] : replicas_) {
+      if (r.pid > 0) return true;
+    }
+    return false;
+  }
+
+  // Stops what still runs, as the kubelet stops a pod: unless `prompt`, the
+  // replicas first get the grace period to exit by themselves (a group's
+  // survivors report the failure and exit); then SIGTERM, and SIGKILL after
+  // the grace period. Ctrl-C meanwhile turns the wait into SIGTERM at once.
+  void StopAll(bool prompt) {
+    const auto wait_until = Clock::now() + Seconds(prompt ? 0 : opts_.grace_seconds);
+    while (AnyAlive() && Clock::now() < wait_until && !g_interrupted) Wait(0.05);
     for (auto& [key, r] : replicas_) {
       if (r.pid > 0) Terminate(r);
     }
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(opts_.kill_grace_seconds + 2));
-    auto alive = [&] {
-      for (auto& [key, r] : replicas_) {
-        if (r.pid > 0) return true;
-      }
-      return false;
-    };
-    while (alive() && Clock::now() < deadline) Wait(0.05);
+    // Wait() sends SIGKILL at each one's deadline; this bounds the wait for
+    // a process that outlives even that.
+    const auto deadline = Clock::now() + Seconds(opts_.grace_seconds + 2);
+    while (AnyAlive() && Clock::now() < deadline) Wait(0.05);
     for (auto& [key, r] : replicas_) {
       if (r.pid > 0) {
         Kill(r, SIGKILL);
@@ -411,6 +488,16 @@ class Runner {
       out_ << "[ringmaster]   " << key.Name() << ": started " << r.starts << "x, last exit code "
            << r.obs.exit_code << (r.stopped ? " (stopped by ringmaster)" : "") << "\n";
     }
+    if (verdict == "Failed") {
+      // Who the culprit is, in the words of the replica that said so first.
+      std::vector<ReplicaExit> exits;  // rank order: chief, then workers
+      for (const auto& [key, r] : replicas_)
+        exits.push_back({key.Name(), r.obs.exit_code, r.message, r.finished_ms});
+      if (auto chosen = ChooseVerdict(exits)) {
+        out_ << "[ringmaster] verdict: " << exits[*chosen].replica << ": "
+             << OneLine(exits[*chosen].message, kMaxTerminationMessage) << "\n";
+      }
+    }
     out_.flush();
   }
 
@@ -418,8 +505,10 @@ class Runner {
   const LocalRunOptions& opts_;
   std::ostream& out_;
   JobStatus status_;
+  const Clock::time_point started_ = Clock::now();
   std::map<ReplicaKey, std::string> addresses_;
-  std::string agent_ports_;  // RINGMASTER_PORT: the agents' ports in rank order
+  std::vector<int> agent_ports_;  // RINGMASTER_PORT: the agents' ports in rank order
+  std::string log_dir_;           // the replicas' termination logs
   std::map<ReplicaKey, Replica> replicas_;
 };
 

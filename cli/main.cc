@@ -58,13 +58,22 @@ Prints the TF_CONFIG JSON that the operator injects into that replica's pod.
   --job NAME               which job, when FILE holds several
 )";
 
-constexpr char kRunUsage[] = R"(usage: ringmaster run FILE [--job NAME]
+constexpr char kRunUsage[] = R"(usage: ringmaster run FILE [--job NAME] [--grace-period SECONDS]
 
 Runs every replica's first container (command + args; the image is ignored)
 as a local process with its env, RINGMASTER_* and a TF_CONFIG on 127.0.0.1.
 The job's restartPolicy, backoffLimit, successPolicy and activeDeadlineSeconds
 apply as on Kubernetes. Output lines are prefixed with the replica
-([worker-1]). Ctrl-C stops every replica. Exit 0 only if the job succeeded.
+([worker-1]). Exit 0 only if the job succeeded; a failed run's summary ends
+with "verdict: REPLICA: TEXT", what the failed replica that wrote first put in
+its $RINGMASTER_TERMINATION_LOG (the agent names the culprit there).
+
+  --job NAME               which job, when FILE holds several
+  --grace-period SECONDS   when the job ends, replicas still running get this
+                           long to exit by themselves, then SIGTERM, then
+                           SIGKILL after as long again (default 5; a pod's
+                           terminationGracePeriodSeconds). Ctrl-C sends
+                           SIGTERM at once, SIGKILL after the grace period.
 )";
 
 bool WantsHelp(const std::vector<std::string>& args) {
@@ -207,13 +216,30 @@ std::string BinDir() {
   return exe.substr(0, exe.find_last_of('/'));
 }
 
+// A number of seconds in [0, 86400], or nullopt.
+std::optional<double> ParseGrace(const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v >= 0 && v <= 86400)) return std::nullopt;
+  return v;
+}
+
 int Run(const std::vector<std::string>& args) {
   if (WantsHelp(args)) return std::cout << kRunUsage, 0;
   std::string file, job_name;
+  cli::LocalRunOptions opts;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--job") {
       if (i + 1 >= args.size()) return UsageError("--job needs a value", kRunUsage);
       job_name = args[++i];
+    } else if (args[i] == "--grace-period") {
+      if (i + 1 >= args.size()) return UsageError("--grace-period needs a value", kRunUsage);
+      auto grace = ParseGrace(args[++i]);
+      if (!grace) {
+        return UsageError("--grace-period: must be a number of seconds in [0, 86400], got '" + args[i] + "'",
+                          kRunUsage);
+      }
+      opts.grace_seconds = *grace;
     } else if (!args[i].empty() && args[i][0] == '-') {
       return UsageError("unknown option " + args[i], kRunUsage);
     } else if (file.empty()) {
@@ -225,7 +251,6 @@ int Run(const std::vector<std::string>& args) {
   if (file.empty()) return UsageError("run needs a FILE", kRunUsage);
   auto job = LoadOne(file, job_name);
   if (!job) return 1;
-  cli::LocalRunOptions opts;
   opts.bin_dir = BinDir();
   return cli::RunLocally(*job, opts, std::cout);
 }

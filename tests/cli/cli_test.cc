@@ -210,6 +210,57 @@ TEST(Cli, RunRefusesInvalidFiles) {
   EXPECT_EQ(Ringmaster("run /nonexistent.yaml").exit_code, 1);
 }
 
+TEST(Cli, RunPrintsTheVerdictAndLetsSurvivorsReport) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/verdict.yaml") + " --grace-period 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  // The survivor had its grace period to report and exit by itself...
+  EXPECT_NE(r.output.find("[worker-0] survivor report"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("worker-0: started 1x, last exit code 2\n"), std::string::npos) << r.output;
+  // ...the chief, which would not, then got SIGTERM, and could say so.
+  EXPECT_NE(r.output.find("[chief-0] chief got SIGTERM"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("chief-0: started 1x, last exit code 143 (stopped by ringmaster)"),
+            std::string::npos)
+      << r.output;
+  // The verdict of the replica that wrote first, last in the summary.
+  EXPECT_TRUE(r.output.ends_with(
+      "[ringmaster] verdict: worker-1: DeadlineExceeded: all-reduce collective #3 timed out: "
+      "/job:worker/task:1 never entered it\n"))
+      << r.output;
+}
+
+TEST(Cli, RunLetsWorkersFinishAfterTheChiefSucceeds) {
+  std::string path = TempFile("chief-first.yaml", R"(apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: chief-first}
+spec:
+  replicaSpecs:
+    Chief:
+      template: {spec: {containers: [{name: c, command: [sh, -c, 'echo chief done']}]}}
+    Worker:
+      replicas: 2
+      template: {spec: {containers: [{name: c, command: [sh, -c, 'sleep 0.5; echo worker done']}]}}
+)");
+  auto r = Ringmaster("run " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(CountLines(r.output, "] worker done"), 2) << r.output;
+  EXPECT_EQ(CountLines(r.output, "stopped by ringmaster"), 0) << r.output;
+  EXPECT_EQ(CountLines(r.output, "verdict:"), 0) << r.output;
+}
+
+TEST(Cli, RunValidatesTheGracePeriod) {
+  for (const char* bad : {"-1", "soon", "1e9", ""}) {
+    auto r = Ringmaster("run " + Src("tests/cli/jobs/verdict.yaml") + " --grace-period '" + bad + "'");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.output.find(std::string("--grace-period: must be a number of seconds in [0, 86400], got '") +
+                            bad + "'"),
+              std::string::npos)
+        << r.output;
+  }
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/verdict.yaml") + " --grace-period");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--grace-period needs a value"), std::string::npos) << r.output;
+}
+
 TEST(Cli, RunStopsEveryReplicaOnInterrupt) {
   std::string path = TempFile("sleepy.yaml", R"(apiVersion: ringmaster.io/v1alpha1
 kind: DistributedJob
