@@ -2,8 +2,10 @@
 // a job file as local processes), bench.
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "flight_recorder.h"
 #include "local_runner.h"
 #include "ringmaster/job.h"
 #include "ringmaster/tf_config_gen.h"
@@ -35,6 +38,8 @@ commands:
   tfconfig FILE --replica T:I    print the TF_CONFIG the operator injects
   run FILE                       run the job's replicas as local processes
   bench                          all-reduce time and bandwidth, N local processes
+  flight-recorder PATH...        the members' last collectives side by side, from
+                                 the dumps the agent writes when its group aborts
 
   ringmaster <command> --help    options of one command
   ringmaster --version
@@ -74,6 +79,20 @@ its $RINGMASTER_TERMINATION_LOG (the agent names the culprit there).
                            SIGKILL after as long again (default 5; a pod's
                            terminationGracePeriodSeconds). Ctrl-C sends
                            SIGTERM at once, SIGKILL after the grace period.
+)";
+
+constexpr char kFlightRecorderUsage[] = R"(usage: ringmaster flight-recorder PATH... [--last N]
+
+Reads the flight-recorder dumps the agent writes when its collective group
+aborts (one JSON file per member, in $RINGMASTER_FLIGHT_RECORDER_DIR) and
+prints the members side by side: a line per member (rank, task, pid, the
+abort's cause), a table with a row per collective (sequence number) and a
+column per member showing its outcome (ok, running, queued, a status code;
+"-": never entered; "?": older than its recorder holds), and a last line
+naming the members that never entered the newest collective.
+
+  PATH       a dump file, or a directory: its *.json files
+  --last N   the last N collectives (default 20)
 )";
 
 bool WantsHelp(const std::vector<std::string>& args) {
@@ -255,6 +274,79 @@ int Run(const std::vector<std::string>& args) {
   return cli::RunLocally(*job, opts, std::cout);
 }
 
+// PATH's dump files: PATH itself, or a directory's *.json (sorted).
+bool DumpFiles(const std::string& path, std::vector<std::string>& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) {
+    out.push_back(path);
+    return true;
+  }
+  std::vector<std::string> found;
+  for (const auto& e : fs::directory_iterator(path, ec)) {
+    if (e.path().extension() == ".json") found.push_back(e.path().string());
+  }
+  if (ec) {
+    std::cerr << "ringmaster: cannot list " << path << ": " << ec.message() << "\n";
+    return false;
+  }
+  if (found.empty()) {
+    std::cerr << "ringmaster: " << path << ": no *.json flight-recorder dumps in this directory\n";
+    return false;
+  }
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+  return true;
+}
+
+int FlightRecorder(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) return std::cout << kFlightRecorderUsage, 0;
+  std::vector<std::string> paths;
+  size_t last = 20;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--last") {
+      if (i + 1 >= args.size()) return UsageError("--last needs a value", kFlightRecorderUsage);
+      char* end = nullptr;
+      const long n = std::strtol(args[++i].c_str(), &end, 10);
+      if (args[i].empty() || *end != '\0' || n < 1 || n > 1000000) {
+        return UsageError("--last: must be an integer in [1, 1000000], got '" + args[i] + "'",
+                          kFlightRecorderUsage);
+      }
+      last = static_cast<size_t>(n);
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      return UsageError("unknown option " + args[i], kFlightRecorderUsage);
+    } else {
+      paths.push_back(args[i]);
+    }
+  }
+  if (paths.empty()) return UsageError("flight-recorder needs a PATH", kFlightRecorderUsage);
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    if (!DumpFiles(p, files)) return 1;
+  }
+  std::vector<cli::FlightDump> dumps;
+  for (const auto& f : files) {
+    auto text = ReadFile(f);
+    if (!text) {
+      std::cerr << "ringmaster: cannot read " << f << "\n";
+      return 1;
+    }
+    auto dump = cli::ParseFlightDump(*text, f);
+    if (!dump.ok()) {
+      std::cerr << "ringmaster: " << dump.status().message() << "\n";
+      return 1;
+    }
+    dumps.push_back(std::move(*dump));
+  }
+  auto out = cli::RenderFlightDumps(std::move(dumps), last);
+  if (!out.ok()) {
+    std::cerr << "ringmaster: " << out.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *out;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -269,5 +361,6 @@ int main(int argc, char** argv) {
   if (cmd == "tfconfig") return TfConfig(rest);
   if (cmd == "run") return Run(rest);
   if (cmd == "bench") return cli::BenchMain(argc - 1, argv + 1);
+  if (cmd == "flight-recorder") return FlightRecorder(rest);
   return UsageError("unknown command '" + cmd + "'", kUsage);
 }

@@ -50,7 +50,7 @@ TEST(Cli, HelpAndVersion) {
   auto r = Ringmaster("--help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("validate FILE"), std::string::npos);
-  for (const char* cmd : {"validate", "tfconfig", "run"}) {
+  for (const char* cmd : {"validate", "tfconfig", "run", "flight-recorder"}) {
     auto h = Ringmaster(std::string(cmd) + " --help");
     EXPECT_EQ(h.exit_code, 0) << cmd;
     EXPECT_NE(h.output.find(std::string("usage: ringmaster ") + cmd), std::string::npos) << h.output;
@@ -259,6 +259,51 @@ TEST(Cli, RunValidatesTheGracePeriod) {
   auto r = Ringmaster("run " + Src("tests/cli/jobs/verdict.yaml") + " --grace-period");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("--grace-period needs a value"), std::string::npos) << r.output;
+}
+
+TEST(Cli, FlightRecorderShowsTheMembersSideBySide) {
+  const std::string dir = testing::TempDir() + "flight-recorder/";
+  ASSERT_EQ(system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  auto dump = [&](int rank, const std::string& task, const std::string& entries) {
+    TempFile("flight-recorder/" + std::to_string(rank) + ".json",
+             R"({"ringmaster_flight_recorder":1,"task":")" + task + R"(","rank":)" + std::to_string(rank) +
+                 R"(,"size":3,"pid":42,"cause":{"code":"DeadlineExceeded","message":"timed out"},)"
+                 R"("dumped_unix_us":1700000000000000,"entries":[)" +
+                 entries + "]}\n");
+  };
+  auto entry = [](int seq, const std::string& outcome, bool done) {
+    return R"({"seq":)" + std::to_string(seq) +
+           R"(,"kind":"all-reduce","pack":0,"packs":1,"dtype":"float32","bytes":4096,"algorithm":"ring",)"
+           R"("heard_from":[],"start_unix_us":1,"end_unix_us":)" +
+           (done ? "2" : "null") + R"(,"outcome":")" + outcome + R"("})";
+  };
+  dump(0, "/job:chief/task:0", entry(1, "ok", true) + "," + entry(2, "DeadlineExceeded", true));
+  dump(1, "/job:worker/task:0", entry(1, "ok", true) + "," + entry(2, "running", false));
+  dump(2, "/job:worker/task:1", entry(1, "ok", true));
+  auto r = Ringmaster("flight-recorder " + dir);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 /job:worker/task:0 (pid 42): DeadlineExceeded: timed out\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(
+      std::regex_search(r.output, std::regex(R"( #2  all-reduce[^\n]*  DeadlineExceeded  running  -\n)")))
+      << r.output;
+  EXPECT_TRUE(r.output.ends_with(
+      "#2 all-reduce: never entered by rank 2 /job:worker/task:1 (its last finished collective is #1)\n"))
+      << r.output;
+  // --last 1 keeps the newest collective only.
+  auto one = Ringmaster("flight-recorder --last 1 " + dir + "0.json " + dir + "1.json");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(CountLines(one.output, " #1 "), 0) << one.output;
+  EXPECT_NE(one.output.find("no dump from rank 2"), std::string::npos) << one.output;
+  // A bad file: named, with what is wrong.
+  const std::string bad = TempFile("flight-recorder/3.json", R"({"ringmaster_flight_recorder":1,"task":7})");
+  auto b = Ringmaster("flight-recorder " + dir);
+  EXPECT_EQ(b.exit_code, 1) << b.output;
+  EXPECT_NE(b.output.find(bad + ": task: must be a string, got 7"), std::string::npos) << b.output;
+  EXPECT_EQ(Ringmaster("flight-recorder").exit_code, 2);
+  EXPECT_EQ(Ringmaster("flight-recorder --last 0 " + dir).exit_code, 2);
+  EXPECT_EQ(Ringmaster("flight-recorder /nonexistent.json").exit_code, 1);
 }
 
 TEST(Cli, RunStopsEveryReplicaOnInterrupt) {
