@@ -32,33 +32,17 @@ constexpr uint32_t Tag(uint32_t phase, uint32_t step, uint32_t chunk) {
 
 }  // namespace
 
-namespace {
-std::atomic<int> g_forced{-1};
-}  // namespace
-
-void ForceAlgorithmForBenchmarks(std::optional<Algorithm> algo) {
-  g_forced = algo ? static_cast<int>(*algo) : -1;
-}
-
-const char* AlgorithmName(Algorithm a) {
-  switch (a) {
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kRecursiveDoubling:
-      return "recursive-doubling";
-    case Algorithm::kHalvingDoubling:
-      return "halving-doubling";
-  }
-  return "?";
-}
-
 Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size) {
   if (impl == Implementation::kRing || impl == Implementation::kNccl) return Algorithm::kRing;
-  if (int f = g_forced.load(); f >= 0) return static_cast<Algorithm>(f);
   if (group_size <= 2)
     return bytes <= kSmallMessageBytes * 4 ? Algorithm::kRecursiveDoubling : Algorithm::kRing;
   if (bytes <= kSmallMessageBytes) return Algorithm::kRecursiveDoubling;
   return bytes <= kMediumMessageBytes ? Algorithm::kHalvingDoubling : Algorithm::kRing;
+}
+
+Algorithm ChooseAlgorithm(const CommunicationOptions& o, size_t bytes, int group_size) {
+  if (o.algorithm != Algorithm::kAuto) return o.algorithm;
+  return ChooseAlgorithm(o.implementation, bytes, group_size);
 }
 
 Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataType dtype, ReduceOp op,

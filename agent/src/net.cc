@@ -14,7 +14,17 @@
 #include <cstring>
 #include <thread>
 
+#include "transport.h"
+
 namespace ringmaster::internal {
+
+const EngineClock& EngineClock::Steady() {
+  struct SteadyClock final : EngineClock {
+    Clock::time_point Now() const override { return Clock::now(); }
+  };
+  static const SteadyClock clock;
+  return clock;
+}
 
 Deadline DeadlineAfter(double seconds) {
   if (seconds <= 0 || seconds > 1e9) return NoDeadline();

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "verdict.h"
+
 namespace ringmaster::internal {
 
 TcpTransport::TcpTransport(int rank, int size, std::vector<int> fds, Hooks hooks)
@@ -29,6 +31,7 @@ void TcpTransport::Begin(uint64_t seq, Deadline deadline) {
   for (auto& q : sendq_) q.clear();
   for (auto& q : recvq_) q.clear();
   pending_ = 0;
+  heard_ = 0;
 }
 
 int TcpTransport::Isend(int peer, uint32_t tag, const void* data, size_t bytes) {
@@ -49,10 +52,10 @@ int TcpTransport::Irecv(int peer, uint32_t tag, void* data, size_t bytes) {
   return id;
 }
 
-Status TcpTransport::PeerError(int peer, const std::string& what) {
+Status TcpTransport::PeerError(int peer, int err) {
   Status aborted = hooks_.abort_status();
   if (!aborted.ok()) return aborted;  // the first cause wins
-  return UnavailableError("lost connection to " + hooks_.peer_name(peer) + ": " + what);
+  return UnreachableError(hooks_.peer_name(peer), HowFromErrno(err));
 }
 
 // What is left of a request on the wire, header first: one sendmsg/recvmsg
@@ -81,7 +84,7 @@ Status TcpTransport::Progress(bool* moved) {
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return PeerError(p, std::strerror(errno));
+        return PeerError(p, errno);
       }
       *moved = true;
       r.done += static_cast<size_t>(w);
@@ -97,11 +100,11 @@ Status TcpTransport::Progress(bool* moved) {
       iovec iov[2];
       msghdr m = Remaining(r, iov);
       ssize_t got = ::recvmsg(fds_[p], &m, 0);
-      if (got == 0) return PeerError(p, "connection closed (the process exited or was killed)");
+      if (got == 0) return PeerError(p, 0);
       if (got < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-        return PeerError(p, std::strerror(errno));
+        return PeerError(p, errno);
       }
       *moved = true;
       bool had_header = r.done >= kHdr;
@@ -119,6 +122,7 @@ Status TcpTransport::Progress(bool* moved) {
       if (r.done == kHdr + r.bytes) {
         r.complete = true;
         --pending_;
+        if (p < 64) heard_ |= uint64_t{1} << p;
         rq.pop_front();
       }
     }

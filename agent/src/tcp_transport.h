@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "net.h"
 #include "transport.h"
 
 namespace ringmaster::internal {
@@ -45,13 +44,14 @@ class TcpTransport : public Transport {
   ~TcpTransport() override;
 
   // Starts collective `seq`: forgets the previous one's requests.
-  void Begin(uint64_t seq, Deadline deadline);
+  void Begin(uint64_t seq, Deadline deadline) override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   int Isend(int peer, uint32_t tag, const void* data, size_t bytes) override;
   int Irecv(int peer, uint32_t tag, void* data, size_t bytes) override;
   Status Wait(int request) override;
   Status WaitAll() override;
+  uint64_t HeardFrom() const override { return heard_; }
   void CloseAll();
 
  private:
@@ -67,7 +67,7 @@ class TcpTransport : public Transport {
   };
   static msghdr Remaining(Req& r, iovec iov[2]);
   Status Progress(bool* moved);
-  Status PeerError(int peer, const std::string& what);
+  Status PeerError(int peer, int err);  // err 0: the peer closed
   Status WaitUntil(const std::function<bool()>& done);
 
   int rank_, size_;
@@ -78,6 +78,7 @@ class TcpTransport : public Transport {
   std::vector<Req> reqs_;
   std::vector<std::deque<int>> sendq_, recvq_;
   size_t pending_ = 0;
+  uint64_t heard_ = 0;
 };
 
 }  // namespace ringmaster::internal

@@ -1,22 +1,36 @@
-// The one interface the algorithms see (in the style of Gloo: algorithms know
-// nothing of sockets). Messages between two members are ordered: the n-th
-// Irecv posted for a peer matches the n-th message that peer sent us, and the
-// tag and size must agree (a mismatch is a protocol error, never a silent
-// truncation). Posting never blocks; Wait progresses every posted operation.
+// The one interface the algorithms and the executor see (in the style of
+// Gloo: algorithms know nothing of sockets). Messages between two members are
+// ordered: the n-th Irecv posted for a peer matches the n-th message that
+// peer sent us, and the tag and size must agree (a mismatch is a protocol
+// error, never a silent truncation). Posting never blocks; Wait progresses
+// every posted operation.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "net.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster::internal {
+
+// The engine's "now": the steady clock in production, a fake one in tests,
+// so deadlines are testable without sleeping.
+class EngineClock {
+ public:
+  virtual ~EngineClock() = default;
+  virtual Clock::time_point Now() const = 0;
+  static const EngineClock& Steady();
+};
 
 class Transport {
  public:
   virtual ~Transport() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Starts collective `seq`: forgets the previous one's requests. Every wait
+  // of this collective fails with DeadlineExceeded once `deadline` passed.
+  virtual void Begin(uint64_t seq, Deadline deadline) = 0;
   // `data` must stay untouched (send) / unread (recv) until the request is
   // waited for. Returns a request id valid for the current collective.
   virtual int Isend(int peer, uint32_t tag, const void* data, size_t bytes) = 0;
@@ -26,6 +40,10 @@ class Transport {
   virtual Status Wait(int request) = 0;
   // Waits for every request posted so far.
   virtual Status WaitAll() = 0;
+  // The members a message of the current collective came from, as a bit
+  // mask of ranks (ranks >= 64 are not tracked): the flight recorder's
+  // "heard from".
+  virtual uint64_t HeardFrom() const = 0;
 };
 
 }  // namespace ringmaster::internal

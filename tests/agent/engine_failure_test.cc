@@ -10,9 +10,9 @@
 #include <chrono>
 #include <thread>
 
-#include "control.h"
 #include "group_util.h"
 #include "net.h"
+#include "rendezvous.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "tcp_transport.h"
 

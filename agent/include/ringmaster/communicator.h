@@ -80,15 +80,26 @@ struct CommunicatorSettings {
   // Packs in flight at once; each has its own connection per peer
   // (RINGMASTER_STREAMS, 1..8).
   int streams = 2;
+  // The flight recorder: the last this many collectives, in fixed memory
+  // (RINGMASTER_FLIGHT_RECORDER_SIZE).
+  int flight_recorder_size = 1024;
+  // On a failure, the recorder is dumped as one JSON line on stderr and,
+  // when set, into <dir>/<task>.json (RINGMASTER_FLIGHT_RECORDER_DIR).
+  std::string flight_recorder_dir;
+  // The failure's one-line verdict is written here (RINGMASTER_TERMINATION_LOG);
+  // empty: /dev/termination-log when it exists (a Kubernetes container).
+  std::string termination_log;
 
   static StatusOr<CommunicatorSettings> FromEnvironment();
   // RINGMASTER_PORT's value: "" (none), one port, or one per member.
   static StatusOr<std::vector<int>> ParseControlPorts(std::string_view value, size_t members);
 };
 
+class CollectiveHandle;
 namespace internal {
 struct CallState;
 class CommunicatorImpl;
+CollectiveHandle MakeHandle(std::shared_ptr<CallState> state);
 }  // namespace internal
 
 // The outcome of one asynchronous call; its packs proceed in the background.
@@ -108,7 +119,7 @@ class CollectiveHandle {
   void Then(std::function<void(const Status&)> done);
 
  private:
-  friend class internal::CommunicatorImpl;
+  friend CollectiveHandle internal::MakeHandle(std::shared_ptr<internal::CallState> state);
   explicit CollectiveHandle(std::shared_ptr<internal::CallState> s) : state_(std::move(s)) {}
   std::shared_ptr<internal::CallState> state_;
 };

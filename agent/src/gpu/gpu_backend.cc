@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "algorithms.h"
+#include "collectives.h"
 #include "gpu/gpu_api.h"
 #include "gpu/nccl_plan.h"
 #include "kernels.h"
@@ -53,7 +54,7 @@ struct CallPlan {
   std::vector<std::vector<cudaEvent_t>> caller;  // events on the callers' streams, per device
   ReduceOp op = ReduceOp::kSum;
   CommunicationOptions options;
-  std::shared_ptr<GroupShared> group;
+  std::shared_ptr<const GroupView> group;
   Deadline deadline = NoDeadline();
   std::string what;
   ~CallPlan() {
@@ -79,7 +80,7 @@ class CudaGpuBackend final : public GpuBackend {
 
   StatusOr<std::vector<Op>> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op,
                                          const CommunicationOptions& merged,
-                                         std::shared_ptr<GroupShared> group) override;
+                                         std::shared_ptr<const GroupView> group) override;
   void Shutdown() override;
 
  private:
@@ -87,11 +88,11 @@ class CudaGpuBackend final : public GpuBackend {
   StatusOr<DeviceSplit> Split(std::span<const Tensor> tensors) {
     return SplitByDevice(tensors, [&](size_t i) { return Where(tensors[i], i); });
   }
-  Status Run(TcpTransport& t, CallPlan& plan);
-  Status EnsureDeviceGroup(TcpTransport& t, CallPlan& plan);
-  Status EnsureNccl(TcpTransport& t, CallPlan& plan);
+  Status Run(Transport& t, CallPlan& plan);
+  Status EnsureDeviceGroup(Transport& t, CallPlan& plan);
+  Status EnsureNccl(Transport& t, CallPlan& plan);
   Status RunNccl(CallPlan& plan);
-  Status RunStaged(TcpTransport& t, CallPlan& plan);
+  Status RunStaged(Transport& t, CallPlan& plan);
   Status Cuda(cudaError_t e, const std::string& what) {
     if (e == cudaSuccess) return OkStatus();
     (void)api_.load()->cuda.GetLastError();  // clear the sticky-free error
@@ -121,7 +122,7 @@ class CudaGpuBackend final : public GpuBackend {
   std::atomic<const GpuApi*> api_{nullptr};  // set by the first GPU call
 
   std::mutex mu_;  // devices_ / formed_for_, read by callers
-  std::weak_ptr<GroupShared> formed_for_;
+  std::weak_ptr<const GroupView> formed_for_;
   std::vector<int> devices_;  // local CUDA ordinals of this formation
   // Everything below is touched only by the executor of slot 0 (and Shutdown,
   // once the executors are stopped).
@@ -132,7 +133,7 @@ class CudaGpuBackend final : public GpuBackend {
   std::vector<std::array<cudaEvent_t, 2>> d2h_, h2d_;  // per device, per staging area
   std::vector<ncclComm_t> comms_;
   NcclState state_ = NcclState::kNone;
-  std::weak_ptr<GroupShared> nccl_for_;
+  std::weak_ptr<const GroupView> nccl_for_;
   char* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
   std::atomic<bool> said_nccl_{false}, said_staged_{false}, said_ring_{false}, warned_missing_{false};
@@ -170,7 +171,7 @@ StatusOr<int> CudaGpuBackend::Where(const Tensor& t, size_t i) {
 
 StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> tensors, ReduceOp op,
                                                        const CommunicationOptions& merged,
-                                                       std::shared_ptr<GroupShared> group) {
+                                                       std::shared_ptr<const GroupView> group) {
   if (!group) return AbortedError("the group is not formed; call Reform()");
   auto split = Split(tensors);
   if (!split.ok()) return split.status();
@@ -224,13 +225,19 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
   Op o;
   o.slot = 0;  // every GPU call on one executor: NCCL calls in one order
   o.what = plan->what;
-  o.run = [this, plan](TcpTransport& t) { return Run(t, *plan); };
+  o.info.kind = OpKind::kGpuAllReduce;
+  o.info.packs = static_cast<int32_t>(plan->views[0].size());
+  o.info.dtype = plan->views[0].empty() ? DataType::kFloat32 : plan->views[0][0].dtype;
+  for (const auto& v : plan->views[0]) o.info.bytes += v.bytes();
+  o.info.algorithm = "gpu";
+  o.info.timeout_s = merged.EffectiveTimeout().value_or(0);
+  o.run = [this, plan](Transport& t) { return Run(t, *plan); };
   std::vector<Op> ops;
   ops.push_back(std::move(o));
   return ops;
 }
 
-Status CudaGpuBackend::Run(TcpTransport& t, CallPlan& plan) {
+Status CudaGpuBackend::Run(Transport& t, CallPlan& plan) {
   RM_RETURN_IF_ERROR(EnsureDeviceGroup(t, plan));
   const Implementation impl = plan.options.implementation;
   const bool use_nccl = impl != Implementation::kRing && nccl_everywhere_;
@@ -255,7 +262,7 @@ Status CudaGpuBackend::Run(TcpTransport& t, CallPlan& plan) {
   return RunStaged(t, plan);
 }
 
-Status CudaGpuBackend::EnsureDeviceGroup(TcpTransport& t, CallPlan& plan) {
+Status CudaGpuBackend::EnsureDeviceGroup(Transport& t, CallPlan& plan) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (formed_for_.lock() == plan.group) {
@@ -308,7 +315,7 @@ Status CudaGpuBackend::EnsureDeviceGroup(TcpTransport& t, CallPlan& plan) {
   return OkStatus();
 }
 
-Status CudaGpuBackend::EnsureNccl(TcpTransport& t, CallPlan& plan) {
+Status CudaGpuBackend::EnsureNccl(Transport& t, CallPlan& plan) {
   if (state_ == NcclState::kReady && nccl_for_.lock() == plan.group) return OkStatus();
   const GpuApi& api = *api_.load();
   AbortComms(api, comms_);
@@ -464,7 +471,7 @@ Status CudaGpuBackend::RunNccl(CallPlan& plan) {
   return OkStatus();
 }
 
-Status CudaGpuBackend::RunStaged(TcpTransport& t, CallPlan& plan) {
+Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
   const GpuApi& api = *api_.load();
   const size_t g = devices_.size();
   const auto& ref = plan.views[0];
@@ -532,15 +539,12 @@ Status CudaGpuBackend::RunStaged(TcpTransport& t, CallPlan& plan) {
     if (k + 1 < packs.size()) RM_RETURN_IF_ERROR(copy_down(k + 1));
     char* host = area(k, 0);
     for (size_t l = 1; l < g; ++l) ReduceInto(p.dtype, plan.op, host, area(k, l), p.count);
-    if (ctx_.size > 1) {
-      const Implementation impl = plan.options.implementation == Implementation::kRing
-                                      ? Implementation::kRing
-                                      : Implementation::kAuto;
-      RM_RETURN_IF_ERROR(
-          AllReduce(t, ChooseAlgorithm(impl, p.bytes, ctx_.size), host, p.count, p.dtype, plan.op));
-    }
+    // The CPU engine's pack all-reduce across members (NCCL's name means
+    // AUTO here: this is the path without NCCL).
+    CommunicationOptions o = plan.options;
+    if (o.implementation == Implementation::kNccl) o.implementation = Implementation::kAuto;
     const int64_t ranks = static_cast<int64_t>(ctx_.size) * static_cast<int64_t>(g);
-    if (plan.op == ReduceOp::kMean && ranks > 1) DivideBy(p.dtype, host, p.count, ranks);
+    RM_RETURN_IF_ERROR(AllReducePack(t, o, host, p.count, p.dtype, plan.op, ranks));
     for (size_t l = 0; l < g; ++l) {
       cudaStream_t s = streams_[l];
       RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));

@@ -17,14 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "impl.h"
+#include "group.h"
+#include "log.h"
+#include "op.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::internal {
-
-// RINGMASTER_LOG_LEVEL=debug turns on the agent's debug lines (stderr).
-bool DebugLogEnabled();
-void DebugLog(const std::string& msg);
 
 class GpuBackend {
  public:
@@ -43,11 +41,12 @@ class GpuBackend {
   virtual StatusOr<bool> IsDeviceCall(std::span<const Tensor> tensors) = 0;
 
   // The Op(s) of an all-reduce of GPU tensors. `group` is the formation the
-  // call is submitted to (its abort state stops NCCL). The caller's streams
+  // call is submitted to (its abort state stops NCCL; a new one means a new
+  // NCCL communicator). The caller's streams
   // are captured here, in the calling thread.
   virtual StatusOr<std::vector<Op>> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op,
                                                  const CommunicationOptions& merged,
-                                                 std::shared_ptr<GroupShared> group) = 0;
+                                                 std::shared_ptr<const GroupView> group) = 0;
 
   // Aborts NCCL (if formed) without waiting: the Communicator is going away
   // or re-forming. Executors must be stopped first.

@@ -18,7 +18,7 @@ class NoGpuBackend final : public GpuBackend {
     return false;
   }
   StatusOr<std::vector<Op>> AllReduceOps(std::span<const Tensor>, ReduceOp, const CommunicationOptions&,
-                                         std::shared_ptr<GroupShared>) override {
+                                         std::shared_ptr<const GroupView>) override {
     return UnimplementedError("GPU memory: this build of the agent has no CUDA/NCCL backend");
   }
   void Shutdown() override {}

@@ -1,10 +1,14 @@
-// Internal: the gRPC control service (rendezvous at rank 0) and the
-// data-plane handshake and control-frame formats.
+// Forming the group, both halves: the gRPC control service (the leader,
+// rank 0, collects every member's data address and hands out the table and
+// a fresh incarnation), the followers' Join, and the data mesh (one TCP
+// connection per pair and channel, the higher rank connecting and saying
+// Hello; wire.h). Formation names the missing tasks when it times out.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -13,27 +17,13 @@
 #include "net.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "ringmaster/status.h"
+#include "wire.h"
+
+namespace grpc {
+class Server;
+}
 
 namespace ringmaster::internal {
-
-inline constexpr uint32_t kHelloMagic = 0x31484d52;    // "RMH1"
-inline constexpr uint32_t kAckMagic = 0x31414d52;      // "RMA1"
-inline constexpr uint32_t kControlMagic = 0x31434d52;  // "RMC1"
-inline constexpr uint32_t kProtocolVersion = 1;
-inline constexpr uint32_t kMaxControlText = 4096;
-
-struct Hello {
-  uint32_t magic, version;
-  uint64_t incarnation;
-  uint32_t from_rank, to_rank, channel, group_size;
-};
-static_assert(sizeof(Hello) == 32);
-
-enum ControlType : uint32_t { kHeartbeat = 1, kAbortFrame = 2, kGoodbye = 3 };
-struct ControlHeader {
-  uint32_t magic, type, code, length;
-};
-static_assert(sizeof(ControlHeader) == 16);
 
 // Rank 0's rendezvous plus GetStatus on every member.
 class AgentService final : public ringmaster::agent::v1::Agent::Service {
@@ -71,5 +61,26 @@ class AgentService final : public ringmaster::agent::v1::Agent::Service {
 };
 
 uint64_t RandomId();
+
+// Serves `service` on `port` (0: the kernel picks). A port that cannot be
+// bound fails with its cause ("address already in use") and names `task`.
+StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port,
+                                                     const std::string& task);
+
+struct MeshConfig {
+  int rank = 0;
+  std::vector<std::string> names, hosts;  // per member, rank order
+  uint64_t process_id = 0;
+  int leader_port = 0;  // the leader's control port
+  int channels = 1;     // connections per pair: 0 control, 1.. data
+  double timeout_s = 300;
+};
+struct Mesh {
+  uint64_t incarnation = 0;
+  std::vector<std::vector<int>> conns;  // [peer][channel]; -1 for ourselves
+};
+// Joins the round (through `service` on the leader, over gRPC elsewhere) and
+// connects the mesh, all within the formation timeout.
+StatusOr<Mesh> FormMesh(const MeshConfig& config, AgentService* service);
 
 }  // namespace ringmaster::internal

@@ -1,8 +1,7 @@
+#include "log.h"
+
 #include <cstdlib>
 #include <iostream>
-#include <string>
-
-#include "gpu/gpu_backend.h"
 
 namespace ringmaster::internal {
 
@@ -16,6 +15,10 @@ bool DebugLogEnabled() {
 
 void DebugLog(const std::string& msg) {
   if (DebugLogEnabled()) std::cerr << "ringmaster: debug: " << msg << std::endl;
+}
+
+void Warn(const std::string& msg) {
+  std::cerr << "ringmaster: warning: " << msg << std::endl;
 }
 
 }  // namespace ringmaster::internal

@@ -1,0 +1,45 @@
+// What each collective is, as ops for the executor: the packing of an
+// all-reduce, broadcast, all-gather and barrier, and the local math of
+// Reduce. Pure builders: they validate nothing the engine has not, and
+// touch no socket until the executor runs their ops.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "op.h"
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+inline bool ValidDType(DataType d) {
+  return static_cast<int>(d) >= 0 && static_cast<int>(d) <= 5;
+}
+inline bool ValidOp(ReduceOp o) {
+  return static_cast<int>(o) >= 0 && static_cast<int>(o) <= 4;
+}
+
+// The one pack all-reduce, shared by the CPU path and the GPU backend's
+// host staging: `count` elements in `buf`, reduced across the transport's
+// group with the algorithm the options choose; MEAN divides by `ranks`
+// (members x local devices).
+Status AllReducePack(Transport& t, const CommunicationOptions& o, void* buf, size_t count, DataType dtype,
+                     ReduceOp op, int64_t ranks);
+
+// Host tensors in packs (bytes_per_pack, or the automatic size for
+// `streams`): one op per pack, each staging through one buffer of its size
+// (none for a pack of one tensor). Options already merged and validated.
+std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& merged,
+                             int group_size, int streams);
+std::vector<Op> BroadcastOps(std::span<const Tensor> tensors, int root);
+std::vector<Op> AllGatherOps(const Tensor& in, const Tensor& out, int rank);
+std::vector<Op> BarrierOps(int group_size);
+
+// Reduce's local half: `value` (of `shape`) reduced along `axis` into
+// `output` (shape without the axis); MEAN sums here (the caller divides).
+// `*len` is the axis's length. InvalidArgument names the argument.
+Status ReduceAlongAxis(ReduceOp op, const Tensor& value, std::span<const int64_t> shape, int axis,
+                       const Tensor& output, int64_t* len);
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,270 @@
+#include "engine.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "collectives.h"
+#include "gpu/gpu_backend.h"
+#include "log.h"
+#include "rendezvous.h"
+#include "tcp_transport.h"
+
+namespace ringmaster::internal {
+
+CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
+    : settings_(settings),
+      rank_(settings.group.rank.value_or(-1)),
+      size_(static_cast<int>(settings.group.members.size())),
+      process_id_(RandomId()),
+      recorder_(
+          std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))) {
+  for (const auto& m : settings_.group.members) {
+    names_.push_back(m.TaskName());
+    std::string host;
+    int port = 0;
+    hosts_.push_back(SplitHostPort(m.address, &host, &port).ok() ? host : m.address);
+  }
+  gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  Stop(/*destroyed=*/true);
+  if (gpu_) gpu_->Shutdown();
+  if (service_) service_->Shutdown();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+Status CommunicatorImpl::Start() {
+  if (size_ < 1) return InvalidArgumentError("group: no members");
+  if (rank_ < 0 || rank_ >= size_) return InvalidArgumentError("group.rank: not a member of the group");
+  if (!(settings_.formation_timeout_seconds > 0))
+    return InvalidArgumentError("formation_timeout_seconds must be > 0");
+  if (!(settings_.heartbeat_timeout_seconds > 0))
+    return InvalidArgumentError("heartbeat_timeout_seconds must be > 0");
+  if (settings_.streams < 1 || settings_.streams > 8)
+    return InvalidArgumentError("streams must be in [1, 8]");
+  if (settings_.flight_recorder_size < 1) return InvalidArgumentError("flight_recorder_size must be >= 1");
+  RM_RETURN_IF_ERROR(settings_.defaults.Validate());
+  for (const auto& m : settings_.group.members) {
+    std::string h;
+    int p;
+    RM_RETURN_IF_ERROR(SplitHostPort(m.address, &h, &p));
+  }
+  const auto& ports = settings_.control_ports;
+  if (!ports.empty() && ports.size() != 1 && ports.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("control_ports: " + std::to_string(ports.size()) + " ports for " +
+                                std::to_string(size_) + " members (want 1 or one per member)");
+  }
+  auto own_port = ControlPort(rank_);
+  if (!own_port.ok()) return own_port.status();
+  if (size_ > 1) {
+    service_ = std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds);
+    auto server = ServeControl(service_.get(), *own_port, names_[rank_]);
+    if (!server.ok()) return server.status();
+    server_ = std::move(*server);
+  }
+  return Form();
+}
+
+StatusOr<int> CommunicatorImpl::ControlPort(int rank) const {
+  const auto& ports = settings_.control_ports;
+  if (ports.size() == 1) return ports[0];
+  if (!ports.empty()) return ports[static_cast<size_t>(rank)];
+  if (rank != 0) return 0;  // nobody needs to know it: the kernel picks one
+  std::string h;
+  int tf_port = 0;
+  RM_RETURN_IF_ERROR(SplitHostPort(settings_.group.members[0].address, &h, &tf_port));
+  return DefaultAgentPort(tf_port);
+}
+
+Status CommunicatorImpl::Form() {
+  MeshConfig mc;
+  mc.rank = rank_;
+  mc.names = names_;
+  mc.hosts = hosts_;
+  mc.process_id = process_id_;
+  auto leader_port = ControlPort(0);
+  mc.leader_port = leader_port.ok() ? *leader_port : 0;
+  mc.channels = settings_.streams + 1;  // 0: control, 1..streams: data
+  mc.timeout_s = settings_.formation_timeout_seconds;
+  auto mesh = FormMesh(mc, service_.get());
+  if (!mesh.ok()) return mesh.status();
+  incarnation_ = mesh->incarnation;
+
+  Group::Config gc;
+  gc.rank = rank_;
+  gc.names = names_;
+  gc.heartbeat_timeout_s = settings_.heartbeat_timeout_seconds;
+  gc.recorder = recorder_;
+  gc.report.flight_dir = settings_.flight_recorder_dir;
+  gc.report.termination_log = settings_.termination_log;
+  std::vector<int> control(size_, -1);
+  for (int p = 0; p < size_; ++p) std::swap(control[p], mesh->conns[p][0]);
+  auto group = std::make_shared<Group>(std::move(gc), std::move(control));
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int s = 0; s < settings_.streams; ++s) {
+    std::vector<int> fds(size_, -1);
+    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][s + 1]);
+    TcpTransport::Hooks hooks;
+    hooks.peer_name = [names = names_](int r) { return names[r]; };
+    hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
+    hooks.abort_fd = group->abort_fd();
+    transports.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
+  }
+  auto executor = std::make_shared<Executor>(group, std::move(transports));
+  group->StartMonitor();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executor_ = std::move(executor);
+  }
+  if (service_) service_->SetState(incarnation_, OkStatus());
+  return OkStatus();
+}
+
+std::shared_ptr<Executor> CommunicatorImpl::executor() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return executor_;
+}
+
+void CommunicatorImpl::Stop(bool destroyed) {
+  std::shared_ptr<Executor> ex;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ex = std::move(executor_);
+  }
+  if (!ex) return;
+  // Queued collectives fail fast; running ones are woken by the abort fd.
+  ex->group()->Stopping(destroyed);
+  ex->Stop();
+  ex->group()->Close(/*goodbye=*/destroyed);
+}
+
+Status CommunicatorImpl::Health() {
+  auto ex = executor();
+  if (!ex) return AbortedError("the group is not formed");
+  return ex->group()->AbortStatus();
+}
+
+void CommunicatorImpl::Abort(const std::string& reason) {
+  if (auto ex = executor()) ex->group()->AbortRequested(reason);
+  if (service_) service_->SetState(incarnation_, AbortedError(reason));
+}
+
+Status CommunicatorImpl::Reform() {
+  if (auto ex = executor()) ex->group()->ReformRequested();
+  Stop(/*destroyed=*/false);
+  return Form();
+}
+
+StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOptions& o,
+                                                         std::span<const Tensor> tensors, bool* device) {
+  RM_RETURN_IF_ERROR(o.Validate());
+  CommunicationOptions merged = settings_.defaults.Merge(o);
+  RM_RETURN_IF_ERROR(merged.Validate());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    std::string where = "tensors[" + std::to_string(i) + "]";
+    if (!ValidDType(t.dtype)) return InvalidArgumentError(where + ".dtype: unknown data type");
+    if (t.count < 0) return InvalidArgumentError(where + ".count must be >= 0");
+    if (t.count > 0 && !t.data) return InvalidArgumentError(where + ".data is null");
+    if (t.memory != MemoryKind::kHost && t.memory != MemoryKind::kDevice) {
+      return InvalidArgumentError(where + ".memory: unknown memory kind");
+    }
+    if (t.source && !device) {
+      return InvalidArgumentError(where + ".source: only AllReduce reads its input from a separate buffer");
+    }
+  }
+  // GPU memory is recognised per tensor (gpu/gpu_backend.h); a call takes
+  // host tensors or GPU tensors, never both.
+  auto on_gpu = gpu_->IsDeviceCall(tensors);
+  if (!on_gpu.ok()) return on_gpu.status();
+  if (*on_gpu) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].source && tensors[i].source != tensors[i].data) {
+        return UnimplementedError("tensors[" + std::to_string(i) +
+                                  "].source: GPU memory is reduced in place only (no separate source yet)");
+      }
+    }
+    if (!device) {
+      return UnimplementedError(
+          "GPU memory: only AllReduce takes GPU tensors so far (copy them to host memory for broadcast, "
+          "all-gather and reduce)");
+    }
+    *device = true;
+    return merged;
+  }
+  if (!host_choice_logged_.exchange(true)) {
+    DebugLog(std::string(ImplementationName(merged.implementation)) + " on host memory: the CPU engine");
+  }
+  if (merged.implementation == Implementation::kNccl) {
+    if (!nccl_warned_.exchange(true))
+      Warn("implementation NCCL was requested for host memory; running RING instead");
+    merged.implementation = Implementation::kRing;
+  }
+  return merged;
+}
+
+CollectiveHandle CommunicatorImpl::Submit(std::vector<Op> ops, const CommunicationOptions& o,
+                                          const std::string& what, bool sync) {
+  auto ex = executor();
+  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+  return ex->Submit(std::move(ops), DeadlineAfter(o.EffectiveTimeout().value_or(0)), what, sync);
+}
+
+CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
+                                                  const CommunicationOptions& o, bool sync) {
+  if (!ValidOp(op)) return Executor::Failed(InvalidArgumentError("op: unknown reduce operation"));
+  bool device = false;
+  auto merged = Resolve(o, tensors, &device);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  if (device) {
+    auto ex = executor();
+    if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+    auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, ex->group());
+    if (!gpu_ops.ok()) return Executor::Failed(gpu_ops.status());
+    return Submit(std::move(*gpu_ops), *merged,
+                  "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors");
+  }
+  return Submit(AllReduceOps(tensors, op, *merged, size_, settings_.streams), *merged,
+                "all-reduce of " + std::to_string(tensors.size()) + " tensors", sync);
+}
+
+CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensors, int root,
+                                                  const CommunicationOptions& o) {
+  if (root < 0 || root >= size_) {
+    return Executor::Failed(InvalidArgumentError("root: " + std::to_string(root) +
+                                                 " is not a rank of the group (size " +
+                                                 std::to_string(size_) + ")"));
+  }
+  auto merged = Resolve(o, tensors);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = BroadcastOps(tensors, root);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(std::move(ops), *merged, "broadcast from " + names_[root]);
+}
+
+CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor& out,
+                                                  const CommunicationOptions& o) {
+  Tensor both[2] = {in, out};
+  auto merged = Resolve(o, both);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  if (in.dtype != out.dtype)
+    return Executor::Failed(InvalidArgumentError("output.dtype must equal input.dtype"));
+  if (out.count != in.count * size_) {
+    return Executor::Failed(InvalidArgumentError(
+        "output.count must be size() * input.count = " + std::to_string(in.count * size_) + ", got " +
+        std::to_string(out.count)));
+  }
+  auto ops = AllGatherOps(in, out, rank_);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(std::move(ops), *merged, "all-gather");
+}
+
+CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, bool sync) {
+  auto merged = Resolve(o, {});
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = BarrierOps(size_);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(std::move(ops), *merged, "barrier", sync);
+}
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,77 @@
+// The engine behind a Communicator: it forms the group (rendezvous.h), runs
+// one Group (health, group.h) and one Executor (executor.h) per formation,
+// and turns calls into ops (collectives.h; GPU memory: gpu/gpu_backend.h).
+// Private to agent/src: nothing outside the engine includes it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "executor.h"
+#include "ringmaster/communicator.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ringmaster::internal {
+
+class AgentService;
+class GpuBackend;
+
+class CommunicatorImpl {
+ public:
+  explicit CommunicatorImpl(const CommunicatorSettings& settings);
+  ~CommunicatorImpl();
+
+  Status Start();  // control service + first formation
+  Status Reform();
+  void Abort(const std::string& reason);
+  Status Health();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name(int r) const { return names_[r]; }
+
+  // sync: the caller waits for the handle at once (see Executor::Submit).
+  CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& o,
+                                  bool sync = false);
+  CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
+  CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
+  CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
+
+ private:
+  Status Form();
+  void Stop(bool destroyed);
+  // The agent's control port of `rank` (CommunicatorSettings::control_ports;
+  // 0: the kernel picks).
+  StatusOr<int> ControlPort(int rank) const;
+  std::shared_ptr<Executor> executor() const;
+  // Validates and merges; `device` (only callers that take GPU memory pass
+  // it) is set for a call of GPU tensors.
+  StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
+                                         bool* device = nullptr);
+  CollectiveHandle Submit(std::vector<Op> ops, const CommunicationOptions& o, const std::string& what,
+                          bool sync = false);
+
+  CommunicatorSettings settings_;
+  int rank_, size_;
+  std::vector<std::string> names_, hosts_;
+  uint64_t process_id_;
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<FlightRecorder> recorder_;
+
+  mutable std::mutex mu_;               // executor_
+  std::shared_ptr<Executor> executor_;  // the current formation (null: none)
+  std::atomic<uint64_t> incarnation_{0};
+  std::atomic<bool> nccl_warned_{false};
+  std::atomic<bool> host_choice_logged_{false};
+  std::unique_ptr<GpuBackend> gpu_;  // GPU memory: NCCL or host staging (gpu/gpu_backend.h)
+};
+
+}  // namespace ringmaster::internal

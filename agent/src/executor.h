@@ -1,0 +1,71 @@
+// The executor of one formation: a fixed set of slots (streams), each with
+// its own Transport, a bounded queue and one thread; no thread per
+// collective. Collectives get dense sequence numbers in submission order,
+// the same on every member; slot = seq % streams (or the op's pinned slot),
+// so the n-th collective of a slot pairs with the n-th on every peer.
+// A failure here is diagnosed (who is behind, whose shapes differ) before
+// the group is aborted with it.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "group.h"
+#include "op.h"
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+// How long the diagnosis of a failure may wait for the other members'
+// answers: a dead or frozen member cannot stall it longer.
+inline constexpr double kDiagnosisSeconds = 1.0;
+// How long a broken data connection waits for its peer's abort notice.
+inline constexpr int kAbortWordGraceMs = 200;
+// Calls queued per slot before a submitter waits.
+inline constexpr size_t kMaxQueuedPerSlot = 4096;
+
+class Executor {
+ public:
+  // transports[s] carries slot s (at least one).
+  Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports,
+           const EngineClock* clock = &EngineClock::Steady());
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Queues the ops of one call. sync: the caller waits at once, so a call
+  // of one op whose slot is idle runs on the caller's thread (no hand-off).
+  CollectiveHandle Submit(std::vector<Op> ops, Deadline deadline, const std::string& what, bool sync = false);
+  // Stops the threads once what is queued has drained (it fails fast: abort
+  // the group first) and no caller runs an op inline.
+  void Stop();
+
+  const std::shared_ptr<Group>& group() const { return group_; }
+  static CollectiveHandle Failed(const Status& s);
+
+ private:
+  struct Slot {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Op> queue;
+    bool stop = false;
+    bool busy = false;  // an op is running on the transport (its thread or an inline caller)
+    std::unique_ptr<Transport> transport;
+    std::thread thread;
+  };
+  Slot* SlotFor(const Op& op) const;
+  void Loop(Slot* slot);
+  Status RunOp(Slot* slot, const Op& op);  // on the thread that holds slot->busy
+  Status Diagnose(const Op& op, Status st);
+
+  std::shared_ptr<Group> group_;
+  const EngineClock* clock_;
+  std::mutex mu_;  // submission order
+  uint64_t next_seq_ = 1;
+  std::vector<std::unique_ptr<Slot>> slots_;
+};
+
+}  // namespace ringmaster::internal

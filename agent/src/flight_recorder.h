@@ -1,0 +1,81 @@
+// The flight recorder: what this member did in its last K collectives, in
+// fixed memory (K entries allocated once), so a failure can say who was
+// where. Entry k holds collective #seq with seq % K == k: sequence numbers are
+// dense, so finding a collective is one index, and the oldest entry is the
+// one overwritten. One mutex, held for a few stores per collective (the cost
+// is measured in docs/benchmarks.md).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+enum class OpKind : uint8_t { kAllReduce, kBroadcast, kAllGather, kBarrier, kGpuAllReduce };
+const char* OpKindName(OpKind k);  // "all-reduce", ...
+
+// What a collective is, known when it is built (the same on every member
+// that runs the same program).
+struct OpInfo {
+  OpKind kind = OpKind::kAllReduce;
+  int32_t pack = 0, packs = 1;
+  DataType dtype = DataType::kFloat32;
+  uint64_t bytes = 0;
+  const char* algorithm = "";  // static string: "ring", "recursive_doubling", ...
+  double timeout_s = 0;        // 0: none
+};
+
+// Where a member stands with one collective.
+enum class Progress : uint8_t { kUnknown, kNeverEntered, kQueued, kRunning, kFinished, kFailed };
+const char* ProgressName(Progress p);
+
+struct FlightEntry {
+  uint64_t seq = 0;  // 0: empty
+  OpInfo info;
+  Progress progress = Progress::kQueued;
+  StatusCode outcome = StatusCode::kOk;
+  uint64_t heard_from = 0;  // bit r: a message came from rank r
+  int64_t start_unix_us = 0, end_unix_us = 0;
+};
+
+// A member's answer about one collective (what the diagnosis exchanges).
+struct ProgressReport {
+  Progress progress = Progress::kUnknown;  // kUnknown: no answer
+  uint64_t last_finished = 0;              // its highest finished collective
+  uint64_t last_started = 0;
+  OpInfo info;  // valid when progress is not kNeverEntered/kUnknown
+};
+
+class FlightRecorder {
+ public:
+  explicit FlightRecorder(size_t capacity = 1024);
+  size_t capacity() const { return ring_.size(); }
+
+  // A new formation: sequence numbers start again at 1.
+  void Reset();
+  void Queued(uint64_t seq, const OpInfo& info);
+  void Started(uint64_t seq);
+  void Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from);
+
+  ProgressReport Report(uint64_t seq) const;
+  // The entries still held, oldest first (for dumps and tests).
+  std::vector<FlightEntry> Snapshot() const;
+
+ private:
+  FlightEntry* Find(uint64_t seq);
+  mutable std::mutex mu_;
+  std::vector<FlightEntry> ring_;
+  uint64_t last_finished_ = 0, last_started_ = 0, last_queued_ = 0;
+};
+
+// One JSON line (no newline) of the recorder's dump: the task, its abort
+// cause and the last `max_entries` entries (docs/agent.md; `ringmaster
+// flight-recorder` reads it).
+std::string FlightDumpJson(const std::string& task, int rank, int size, const Status& cause,
+                           const std::vector<FlightEntry>& entries, size_t max_entries);
+
+}  // namespace ringmaster::internal

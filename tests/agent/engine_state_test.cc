@@ -1,0 +1,206 @@
+// The engine's decisions without sockets or wall clock: the group's state
+// machine, the wording of failures, and the flight recorder.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "flight_recorder.h"
+#include "group_state.h"
+#include "verdict.h"
+
+namespace ringmaster::internal {
+namespace {
+
+const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
+const Clock::time_point kT0{};
+
+Clock::time_point At(double s) {
+  return kT0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+TEST(GroupState, SilentPeerIsDeclaredUnreachableAfterTheHeartbeatTimeout) {
+  GroupState g(0, kNames, 15, At(0));
+  EXPECT_FALSE(g.Tick(At(10)).abort);
+  g.HeardFrom(1, At(10));
+  g.HeardFrom(2, At(14));
+  EXPECT_FALSE(g.Tick(At(24)).abort);  // peer 1 heard 14 s ago
+  GroupDecision d = g.Tick(At(25.5));
+  ASSERT_TRUE(d.abort);
+  EXPECT_TRUE(d.tell_peers);
+  EXPECT_TRUE(d.report);
+  EXPECT_EQ(g.cause().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(g.cause().message(), "/job:worker/task:0 is unreachable: no heartbeat for 15 s");
+  EXPECT_FALSE(g.Tick(At(100)).abort) << "the first cause wins";
+  EXPECT_EQ(g.cause().message(), "/job:worker/task:0 is unreachable: no heartbeat for 15 s");
+}
+
+TEST(GroupState, CloseAfterGoodbyeIsOrderlyCloseWithoutIsALoss) {
+  GroupState g(0, kNames, 15, At(0));
+  EXPECT_FALSE(g.Goodbye(1).abort);
+  EXPECT_FALSE(g.ConnectionLost(1, kHowClosed).abort);
+  EXPECT_FALSE(g.Watching(1));
+  EXPECT_TRUE(g.Watching(2));
+  ASSERT_TRUE(g.Tick(At(100)).abort);
+  EXPECT_EQ(g.cause().message(), "/job:worker/task:1 is unreachable: no heartbeat for 15 s")
+      << "a member that said goodbye is not expected to send heartbeats";
+  GroupState h(0, kNames, 15, At(0));
+  GroupDecision d = h.ConnectionLost(2, kHowReset);
+  ASSERT_TRUE(d.abort);
+  EXPECT_TRUE(d.tell_peers);
+  EXPECT_EQ(
+      h.cause().ToString(),
+      "Unavailable: /job:worker/task:1 is unreachable: its connection was reset (the process or its host "
+      "died)");
+  EXPECT_EQ(h.ForNewCall().code(), StatusCode::kUnavailable) << "a lost member stays Unavailable, as in TF";
+}
+
+TEST(GroupState, AbortFrameKeepsThePeersWordsAndIsNotEchoed) {
+  GroupState g(1, kNames, 15, At(0));
+  GroupDecision d = g.AbortFrame(0, StatusCode::kDeadlineExceeded, "all-reduce collective #3 timed out");
+  ASSERT_TRUE(d.abort);
+  EXPECT_FALSE(d.tell_peers);
+  EXPECT_TRUE(d.report);
+  EXPECT_EQ(g.cause().ToString(), "DeadlineExceeded: all-reduce collective #3 timed out");
+  // A later call fails fast, Aborted, with the same words.
+  EXPECT_EQ(g.ForNewCall().ToString(), "Aborted: all-reduce collective #3 timed out");
+  EXPECT_EQ(g.ForFailedCall(UnavailableError("x")).code(), StatusCode::kDeadlineExceeded);
+  GroupState h(1, kNames, 15, At(0));
+  (void)h.AbortFrame(0, StatusCode::kOk, "odd");
+  EXPECT_EQ(h.cause().code(), StatusCode::kAborted) << "an OK code in an abort frame is not OK";
+}
+
+TEST(GroupState, ReformTellsPeersWithoutReportingAndStoppingTellsNobody) {
+  GroupState g(2, kNames, 15, At(0));
+  EXPECT_FALSE(g.MayReform());
+  GroupDecision d = g.ReformRequested();
+  EXPECT_TRUE(d.abort && d.tell_peers && !d.report);
+  EXPECT_TRUE(g.MayReform());
+  EXPECT_EQ(g.cause().message(), "/job:worker/task:1 is forming the group again");
+  GroupState h(2, kNames, 15, At(0));
+  GroupDecision s = h.Stopping(/*destroyed=*/true);
+  EXPECT_TRUE(s.abort && !s.tell_peers && !s.report);
+  EXPECT_EQ(h.cause().code(), StatusCode::kCancelled);
+  GroupState a(2, kNames, 15, At(0));
+  GroupDecision r = a.AbortRequested("user said so");
+  EXPECT_TRUE(r.abort && r.tell_peers && r.report);
+  EXPECT_EQ(a.cause().message(), "aborted by /job:worker/task:1: user said so");
+}
+
+TEST(GroupState, NextDeadlineIsTheEarliestHeartbeatDue) {
+  GroupState g(0, kNames, 10, At(0));
+  g.HeardFrom(1, At(5));
+  g.HeardFrom(2, At(3));
+  EXPECT_EQ(g.NextDeadline(), At(13));
+  (void)g.Goodbye(2);
+  EXPECT_EQ(g.NextDeadline(), At(15));
+}
+
+TEST(Verdict, DurationsInPlainUnits) {
+  EXPECT_EQ(FormatSeconds(15), "15 s");
+  EXPECT_EQ(FormatSeconds(1.5), "1.5 s");
+  EXPECT_EQ(FormatSeconds(0.2), "200 ms");
+  EXPECT_EQ(FormatSeconds(300), "5 min");
+  EXPECT_EQ(FormatSeconds(150), "2 min 30 s");
+}
+
+TEST(Verdict, TimeoutNamesWhoNeverEnteredAndWhoWaited) {
+  OpInfo info;
+  info.kind = OpKind::kAllReduce;
+  info.pack = 0;
+  info.packs = 1;
+  info.timeout_s = 5;
+  std::vector<ProgressReport> r(3);
+  r[0].progress = Progress::kRunning;
+  r[1].progress = Progress::kRunning;
+  r[2].progress = Progress::kNeverEntered;
+  r[2].last_finished = 2;
+  EXPECT_EQ(DescribeTimeout(3, info, kNames, r),
+            "all-reduce collective #3 (pack 0 of 1) timed out after 5 s: /job:worker/task:1 never entered it "
+            "(its last finished collective is #2); /job:chief/task:0 and /job:worker/task:0 waited");
+  r[2].progress = Progress::kUnknown;
+  r[0].progress = Progress::kQueued;
+  r[0].last_started = 2;
+  r[0].last_finished = 1;
+  EXPECT_EQ(
+      DescribeTimeout(3, info, kNames, r),
+      "all-reduce collective #3 (pack 0 of 1) timed out after 5 s: /job:chief/task:0 had it queued behind "
+      "collective #2, still running; /job:worker/task:1 did not answer (stopped, hung, or its control "
+      "connection is stuck); /job:worker/task:0 waited");
+}
+
+TEST(Verdict, MismatchNamesBothMembersAndBothShapes) {
+  OpInfo mine;
+  mine.bytes = 16;
+  mine.dtype = DataType::kFloat32;
+  std::vector<ProgressReport> r(3);
+  r[1].progress = Progress::kRunning;
+  r[1].info = mine;
+  r[2].progress = Progress::kRunning;
+  r[2].info = mine;
+  EXPECT_TRUE(DescribeMismatch(4, 1, mine, kNames, r).ok()) << "everyone agrees";
+  r[2].info.bytes = 32;
+  r[2].info.dtype = DataType::kFloat64;
+  Status s = DescribeMismatch(4, 1, mine, kNames, r);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      s.message().find("collective #4 differs between members: /job:worker/task:0 has all-reduce pack 0 of "
+                       "1, 16 bytes of float32; /job:worker/task:1 has all-reduce pack 0 of 1, 32 bytes of "
+                       "float64"),
+      std::string::npos)
+      << s.message();
+}
+
+TEST(FlightRecorder, RingKeepsTheLastKAndAnswersWhereAMemberStands) {
+  FlightRecorder rec(4);
+  OpInfo info;
+  info.bytes = 8;
+  for (uint64_t s = 1; s <= 6; ++s) {
+    rec.Queued(s, info);
+    rec.Started(s);
+    if (s < 6) rec.Finished(s, StatusCode::kOk, 0b110);
+  }
+  auto snap = rec.Snapshot();
+  ASSERT_EQ(snap.size(), 4u);
+  EXPECT_EQ(snap.front().seq, 3u);
+  EXPECT_EQ(snap.back().seq, 6u);
+  EXPECT_EQ(snap.back().progress, Progress::kRunning);
+  EXPECT_EQ(rec.Report(6).progress, Progress::kRunning);
+  EXPECT_EQ(rec.Report(6).last_finished, 5u);
+  EXPECT_EQ(rec.Report(7).progress, Progress::kNeverEntered);
+  EXPECT_EQ(rec.Report(1).progress, Progress::kFinished) << "overwritten, so long finished";
+  rec.Finished(6, StatusCode::kDeadlineExceeded, 0);
+  EXPECT_EQ(rec.Report(6).progress, Progress::kFailed);
+  EXPECT_EQ(rec.Report(6).last_finished, 5u);
+  rec.Reset();
+  EXPECT_TRUE(rec.Snapshot().empty());
+  EXPECT_EQ(rec.Report(1).progress, Progress::kNeverEntered);
+}
+
+TEST(FlightRecorder, DumpIsOneJsonLineWithTheLastEntries) {
+  FlightRecorder rec(8);
+  OpInfo info;
+  info.bytes = 4096;
+  info.algorithm = "ring";
+  for (uint64_t s = 1; s <= 5; ++s) {
+    rec.Queued(s, info);
+    rec.Started(s);
+    rec.Finished(s, s == 5 ? StatusCode::kDeadlineExceeded : StatusCode::kOk, 0b101);
+  }
+  std::string line =
+      FlightDumpJson("/job:worker/task:0", 1, 3, DeadlineExceededError("late"), rec.Snapshot(), 3);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["ringmaster_flight_recorder"], 1);
+  EXPECT_EQ(j["task"], "/job:worker/task:0");
+  EXPECT_EQ(j["cause"]["code"], "DeadlineExceeded");
+  ASSERT_EQ(j["entries"].size(), 3u);
+  EXPECT_EQ(j["entries"][0]["seq"], 3);
+  EXPECT_EQ(j["entries"][2]["outcome"], "DeadlineExceeded");
+  EXPECT_EQ(j["entries"][1]["outcome"], "ok");
+  EXPECT_EQ(j["entries"][1]["heard_from"], nlohmann::json::array({0, 2}));
+  EXPECT_EQ(j["entries"][1]["algorithm"], "ring");
+  EXPECT_EQ(j["entries"][1]["bytes"], 4096);
+}
+
+}  // namespace
+}  // namespace ringmaster::internal
