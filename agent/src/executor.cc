@@ -86,14 +86,20 @@ Status Executor::RunOp(Slot* slot, const Op& op) {
   rec.Started(op.seq);
   slot->transport->Begin(op.seq, deadline);
   Status st = op.run(*slot->transport);
-  if (!st.ok()) st = Diagnose(op, st);
+  if (st.ok()) {
+    rec.Finished(op.seq, st.code(), slot->transport->HeardFrom());
+    return st;
+  }
+  st = Diagnose(op, st);
+  // Recorded before the group fails, so the dump shows this collective's end.
   rec.Finished(op.seq, st.code(), slot->transport->HeardFrom());
-  return st;
+  g.CollectiveFailed(st);
+  return g.ForFailedCall(st);
 }
 
 Status Executor::Diagnose(const Op& op, Status st) {
   Group& g = *group_;
-  if (g.aborted()) return g.ForFailedCall(st);  // an earlier cause, already diagnosed
+  if (g.aborted()) return st;  // an earlier cause, already diagnosed, wins
   if (st.code() == StatusCode::kUnavailable) {
     // A member that aborts says so on its control connection, then may tear
     // its data connections down (Reform, exit) before our monitor has read
@@ -110,8 +116,7 @@ Status Executor::Diagnose(const Op& op, Status st) {
     auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisSeconds));
     if (Status m = DescribeMismatch(op.seq, g.rank(), op.info, g.names(), reports); !m.ok()) st = m;
   }
-  g.CollectiveFailed(st);
-  return g.ForFailedCall(st);
+  return st;
 }
 
 CollectiveHandle Executor::Submit(std::vector<Op> ops, Deadline deadline, const std::string& what,

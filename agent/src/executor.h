@@ -59,6 +59,8 @@ class Executor {
   Slot* SlotFor(const Op& op) const;
   void Loop(Slot* slot);
   Status RunOp(Slot* slot, const Op& op);  // on the thread that holds slot->busy
+  // What a failed collective's status should say: who is behind on a
+  // timeout, whose shapes differ on a protocol error.
   Status Diagnose(const Op& op, Status st);
 
   std::shared_ptr<Group> group_;

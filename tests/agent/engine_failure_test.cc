@@ -78,6 +78,13 @@ TEST(Timeout, StalledMemberGivesDeadlineExceededThenReformWorks) {
     EXPECT_TRUE(st[r].code() == StatusCode::kDeadlineExceeded || st[r].code() == StatusCode::kAborted)
         << st[r].ToString();
     some_deadline |= st[r].code() == StatusCode::kDeadlineExceeded;
+    // The culprit is named, and so are those that waited.
+    EXPECT_NE(st[r].message().find(g[0]->TaskName(2) + " never entered it (it has finished none)"),
+              std::string::npos)
+        << st[r].ToString();
+    EXPECT_NE(st[r].message().find(g[0]->TaskName(0) + " and " + g[0]->TaskName(1) + " waited"),
+              std::string::npos)
+        << st[r].ToString();
     // Contract: within timeout + 1 s; generous margin for sanitizer builds.
     EXPECT_LT(took[r], 1.0 + 3.0) << "rank " << r;
   }
@@ -94,6 +101,26 @@ TEST(Timeout, StalledMemberGivesDeadlineExceededThenReformWorks) {
   OnAll(n, [&](int r) { re[r] = g[r]->Reform(); });
   for (int r = 0; r < n; ++r) ASSERT_TRUE(re[r].ok()) << re[r].ToString();
   ExpectWorkingGroup(g);
+}
+
+TEST(Mismatch, DifferentSizesNameBothMembersAndShapesOverTcp) {
+  const int n = 2;
+  Group g = FormGroup(LocalSettings(n));
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
+  std::vector<Status> st(n);
+  OnAll(n, [&](int r) {
+    std::vector<double> v(r == 0 ? 100 : 300, 1.0);
+    Tensor t{v.data(), int64_t(v.size()), DataType::kFloat64};
+    st[r] = g[r]->AllReduce({&t, 1}, ReduceOp::kSum);
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(st[r].code(), StatusCode::kInvalidArgument) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("800 bytes of float64"), std::string::npos) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("2400 bytes of float64"), std::string::npos) << st[r].ToString();
+    EXPECT_NE(st[r].message().find(g[0]->TaskName(0)), std::string::npos);
+    EXPECT_NE(st[r].message().find(g[0]->TaskName(1)), std::string::npos);
+    EXPECT_EQ(st[r].message().find("magic"), std::string::npos) << "no wire internals: " << st[r].ToString();
+  }
 }
 
 TEST(Abort, ReachesEveryMemberAndFailsInFlightCalls) {
