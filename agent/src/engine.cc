@@ -7,6 +7,7 @@
 #include "log.h"
 #include "rendezvous.h"
 #include "tcp_transport.h"
+#include "terminate.h"
 
 namespace ringmaster::internal {
 
@@ -57,6 +58,7 @@ Status CommunicatorImpl::Start() {
   auto own_port = ControlPort(rank_);
   if (!own_port.ok()) return own_port.status();
   if (size_ > 1) {
+    InstallTerminationHook();
     service_ = std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds);
     auto server = ServeControl(service_.get(), *own_port, names_[rank_]);
     if (!server.ok()) return server.status();

@@ -19,9 +19,7 @@
 
 namespace ringmaster::internal {
 
-// How long the diagnosis of a failure may wait for the other members'
-// answers: a dead or frozen member cannot stall it longer.
-inline constexpr double kDiagnosisSeconds = 1.0;
+inline constexpr double kDiagnosisSeconds = kDiagnosisBoundSeconds;
 // How long a broken data connection waits for its peer's abort notice.
 inline constexpr int kAbortWordGraceMs = 200;
 // Calls queued per slot before a submitter waits.

@@ -122,7 +122,7 @@ std::vector<FlightEntry> FlightRecorder::Snapshot() const {
 
 std::string FlightDumpJson(const std::string& task, int rank, int size, const Status& cause,
                            const std::vector<FlightEntry>& entries, size_t max_entries) {
-  nlohmann::json j;
+  nlohmann::ordered_json j;
   j["ringmaster_flight_recorder"] = 1;
   j["task"] = task;
   j["rank"] = rank;
@@ -130,11 +130,11 @@ std::string FlightDumpJson(const std::string& task, int rank, int size, const St
   j["pid"] = static_cast<int64_t>(::getpid());
   j["cause"] = {{"code", std::string(StatusCodeName(cause.code()))}, {"message", cause.message()}};
   j["dumped_unix_us"] = UnixMicros();
-  auto& list = j["entries"] = nlohmann::json::array();
+  auto& list = j["entries"] = nlohmann::ordered_json::array();
   const size_t from = entries.size() > max_entries ? entries.size() - max_entries : 0;
   for (size_t i = from; i < entries.size(); ++i) {
     const FlightEntry& e = entries[i];
-    nlohmann::json heard = nlohmann::json::array();
+    nlohmann::ordered_json heard = nlohmann::ordered_json::array();
     for (int r = 0; r < 64 && r < size; ++r)
       if (e.heard_from >> r & 1) heard.push_back(r);
     std::string outcome = e.progress == Progress::kFailed ? std::string(StatusCodeName(e.outcome))
@@ -147,11 +147,11 @@ std::string FlightDumpJson(const std::string& task, int rank, int size, const St
                     {"bytes", e.info.bytes},
                     {"algorithm", e.info.algorithm},
                     {"heard_from", heard},
-                    {"start_unix_us", e.start_unix_us ? nlohmann::json(e.start_unix_us) : nlohmann::json()},
-                    {"end_unix_us", e.end_unix_us ? nlohmann::json(e.end_unix_us) : nlohmann::json()},
+                    {"start_unix_us", e.start_unix_us ? nlohmann::ordered_json(e.start_unix_us) : nlohmann::ordered_json()},
+                    {"end_unix_us", e.end_unix_us ? nlohmann::ordered_json(e.end_unix_us) : nlohmann::ordered_json()},
                     {"outcome", outcome}});
   }
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 }  // namespace ringmaster::internal

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "terminate.h"
 #include "verdict.h"
 #include "wire.h"
 
@@ -149,6 +150,11 @@ void Group::Report(const Status& cause) {
 
 std::vector<ProgressReport> Group::Exchange(uint64_t seq, Deadline deadline) {
   if (config_.probe) return config_.probe(seq);
+  ++diagnosing_;
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { --n; }
+  } done{diagnosing_};
   std::lock_guard<std::mutex> one_at_a_time(exchange_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   asking_ = seq;
@@ -251,10 +257,12 @@ void Group::MonitorLoop() {
       }
     }
     pfds.push_back({wake_fd_, POLLIN, 0});
+    if (TerminationFd() >= 0) pfds.push_back({TerminationFd(), POLLIN, 0});
     int t = static_cast<int>(
         std::chrono::duration_cast<std::chrono::milliseconds>(next_hb - config_.clock->Now()).count());
     ::poll(pfds.data(), pfds.size(), std::max(1, t));
-    for (size_t i = 0; i + 1 < pfds.size(); ++i) {
+    if (TerminationFd() >= 0 && pfds.back().revents) Terminate();
+    for (size_t i = 0; i < who.size(); ++i) {
       if (!pfds[i].revents) continue;
       const int p = who[i];
       char tmp[4096];
@@ -291,6 +299,16 @@ void Group::MonitorLoop() {
       }
     }
   }
+}
+
+void Group::Terminate() {
+  // A diagnosis in progress finishes first (its exchange is bounded), so the
+  // report names the culprit rather than our own termination.
+  const auto until = Clock::now() + std::chrono::duration<double>(kDiagnosisBoundSeconds + 0.5);
+  while (diagnosing_.load() > 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Run([&](GroupState& s) { return s.AbortRequested("terminated (SIGTERM)"); });
+  DieOfSigterm();
 }
 
 void Group::Close(bool goodbye) {

@@ -22,6 +22,10 @@
 namespace ringmaster::internal {
 
 // What code outside the engine (the GPU backend) may know of a formation.
+// How long a diagnosis may wait for the other members' answers: a dead or
+// frozen member cannot stall it longer.
+inline constexpr double kDiagnosisBoundSeconds = 1.0;
+
 class GroupView {
  public:
   virtual ~GroupView() = default;
@@ -93,6 +97,7 @@ class Group final : public GroupView {
   void Report(const Status& cause);
   void MonitorLoop();
   void OnFrame(int peer, uint32_t type, uint32_t code, const std::string& body);
+  [[noreturn]] void Terminate();  // SIGTERM (terminate.h): report, then die of it
 
   Config config_;
   mutable std::mutex mu_;  // state_, control_fds_, answers_
@@ -108,6 +113,7 @@ class Group final : public GroupView {
   std::thread monitor_;
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
+  std::atomic<int> diagnosing_{0};  // exchanges in progress
 };
 
 }  // namespace ringmaster::internal

@@ -221,6 +221,50 @@ TEST(WorkerProcess, FrozenMemberIsFoundByHeartbeats) {
   }
 }
 
+TEST(WorkerProcess, SigtermReportsAndDiesOfIt) {
+  // Worker 1 stalls (no timeout); SIGTERM to worker 0 (a pod deleted, or
+  // `ringmaster run` stopping it): it reports the abort itself, with its
+  // flight recorder and termination log, then dies of SIGTERM; the others
+  // hear who was terminated.
+  std::string agent_ports;
+  auto addrs = LocalAddresses(3, &agent_ports);
+  const std::string dir = ::testing::TempDir() + "/rm_term_" + std::to_string(::getpid());
+  ASSERT_EQ(::system(("mkdir -p " + dir).c_str()), 0);
+  std::vector<Proc> ps;
+  auto start = Clock::now();
+  for (int r = 0; r < 3; ++r) {
+    ps.push_back(
+        Spawn({"--model", "tiny", "--steps", "100", "--stall-at-step", "2", "--drill-task", "worker:1"},
+              {{"TF_CONFIG", TfConfig(addrs, r)},
+               {"RINGMASTER_PORT", agent_ports},
+               {"RINGMASTER_FLIGHT_RECORDER_DIR", dir},
+               {"RINGMASTER_TERMINATION_LOG", dir + "/term-" + std::to_string(r)}},
+              dir + "/" + std::to_string(r) + ".log"));
+  }
+  auto until = Clock::now() + std::chrono::seconds(60);
+  while (Slurp(ps[2].log).find("stalling at step 2") == std::string::npos && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(ps[1].pid, SIGTERM);
+  WaitAll(ps, 60, start);
+  const std::string out = Slurp(ps[1].log);
+  EXPECT_EQ(ps[1].status, 128 + SIGTERM) << out;
+  EXPECT_NE(
+      out.find(
+          "ringmaster: /job:worker/task:0: Aborted: aborted by /job:worker/task:0: terminated (SIGTERM)"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("{\"ringmaster_flight_recorder\":1,"), std::string::npos) << out;
+  EXPECT_NE(Slurp(dir + "/job-worker-task-0.json").find("\"cause\""), std::string::npos);
+  EXPECT_EQ(Slurp(dir + "/term-1"), "Aborted: aborted by /job:worker/task:0: terminated (SIGTERM)\n");
+  for (int r : {0, 2}) {
+    std::string o = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << o;
+    EXPECT_NE(o.find("aborted by /job:worker/task:0: terminated (SIGTERM)"), std::string::npos) << o;
+  }
+}
+
 TEST(WorkerProcess, MalformedTfConfigExitsTwo) {
   Proc p =
       Spawn({"--steps", "1"}, {{"TF_CONFIG", "{\"cluster\": [1,"}}, ::testing::TempDir() + "/rm_bad.log");

@@ -199,6 +199,29 @@ TEST(Cli, RunQuickstart) {
   EXPECT_NE(r.output.find("job quickstart: Succeeded"), std::string::npos) << r.output;
 }
 
+TEST(Cli, RunTimeoutExampleNamesTheStalledTaskEverywhere) {
+  // worker 1 stalls at step 2: both survivors, the stalled task and the
+  // summary say that it never entered the collective the others waited in.
+  auto r = Ringmaster("run " + Src("examples/timeout.yaml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const std::string culprit = "/job:worker/task:1 never entered it (its last finished collective is #2)";
+  for (const char* who : {"[chief-0] ringmaster-worker /job:chief/task:0: step 2: DeadlineExceeded: ",
+                          "[worker-0] ringmaster-worker /job:worker/task:0: step 2: DeadlineExceeded: "}) {
+    size_t at = r.output.find(who);
+    ASSERT_NE(at, std::string::npos) << who << "\n" << r.output;
+    size_t eol = r.output.find('\n', at);
+    EXPECT_NE(r.output.substr(at, eol - at).find(culprit), std::string::npos)
+        << r.output.substr(at, eol - at);
+  }
+  EXPECT_NE(r.output.find("[worker-1] ringmaster-worker /job:worker/task:1: stalled; the group ended"),
+            std::string::npos)
+      << r.output;
+  size_t verdict = r.output.rfind("[ringmaster] verdict: ");
+  ASSERT_NE(verdict, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(culprit, verdict), std::string::npos) << r.output.substr(verdict);
+  EXPECT_NE(r.output.find("/job:chief/task:0 and /job:worker/task:0 waited", verdict), std::string::npos);
+}
+
 TEST(Cli, RunRefusesInvalidFiles) {
   std::string path = TempFile("nocmd.yaml",
                               "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\n"

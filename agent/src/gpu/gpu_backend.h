@@ -1,7 +1,8 @@
 // Internal: the GPU half of a Communicator. No CUDA types here: this header
-// is seen by communicator.cc in every build; gpu_backend.cc implements it
-// where the CUDA/NCCL headers were found (RINGMASTER_WITH_NCCL), and
-// gpu_backend_off.cc, which refuses GPU memory, everywhere else.
+// is seen by communicator.cc in every build; cuda_backend.h and its
+// gpu_backend*.cc implement it where the CUDA/NCCL headers were found
+// (RINGMASTER_WITH_NCCL), and gpu_backend_off.cc, which refuses GPU memory,
+// everywhere else.
 //
 // A call's tensors are placed (host or GPU, per tensor); GPU calls become
 // one Op pinned to executor slot 0, so every member issues its NCCL calls in
