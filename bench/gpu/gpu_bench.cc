@@ -10,6 +10,9 @@
 // Needs a GPU; without one it says so and exits 77.
 //
 //   rm-bench-gpu [--members N] [--mib M] [--iters K]
+//
+// The agent through its public API only (ringmaster/communicator.h); the
+// bounds through the CUDA runtime and NCCL, linked directly.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -23,8 +26,6 @@
 #include <vector>
 
 #include "free_ports.h"
-#include "gpu/gpu_api.h"
-#include "gpu/nccl_plan.h"
 #include "ringmaster/communicator.h"
 
 using namespace ringmaster;
@@ -60,6 +61,39 @@ double Median(int iters, F fn) {
   return t[t.size() / 2];
 }
 
+// "2.27.3" from ncclGetVersion's code: MAJOR*10000 + MINOR*100 + PATCH
+// since 2.9, MAJOR*1000 + MINOR*100 + PATCH before.
+std::string NcclVersionText(int code) {
+  const bool old = code < 10000;
+  const int major = old ? code / 1000 : code / 10000;
+  const int minor = old ? (code / 100) % 10 : (code / 100) % 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
+// The agent's device pack layout (docs/gpu.md) for tensors of one dtype:
+// tensors in order, a new pack once one exceeds bytes_per_pack, each tensor
+// at an offset aligned to 16 bytes. Per pack, the copies packing makes.
+struct PackCopy {
+  size_t tensor, offset, bytes;
+};
+std::vector<std::vector<PackCopy>> PlanPackCopies(const std::vector<Tensor>& ts, size_t bytes_per_pack) {
+  constexpr size_t kAlign = 16;
+  std::vector<std::vector<PackCopy>> packs;
+  size_t pack_bytes = 0, off = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (ts[i].count <= 0) continue;
+    if (packs.empty() || pack_bytes > bytes_per_pack) {
+      packs.emplace_back();
+      pack_bytes = off = 0;
+    }
+    off = (off + kAlign - 1) / kAlign * kAlign;
+    packs.back().push_back({i, off, ts[i].bytes()});
+    off += ts[i].bytes();
+    pack_bytes += ts[i].bytes();
+  }
+  return packs;
+}
+
 std::vector<CommunicatorSettings> Settings(int n) {
   CollectiveGroup group;
   const auto ports = internal::FreeLocalPorts(n);
@@ -86,8 +120,9 @@ int main(int argc, char** argv) {
     if (a == "--mib") mib = static_cast<size_t>(std::atoll(argv[i + 1]));
     if (a == "--iters") iters = std::atoi(argv[i + 1]);
   }
-  ::setenv(internal::kEnvCudartLibrary, RINGMASTER_BENCH_CUDART, 0);
-  ::setenv(internal::kEnvNcclLibrary, RINGMASTER_BENCH_NCCL, 0);
+  // What the agent dlopens (docs/agent.md): the very libraries this links.
+  ::setenv("RINGMASTER_CUDART_LIBRARY", RINGMASTER_BENCH_CUDART, 0);
+  ::setenv("RINGMASTER_NCCL_LIBRARY", RINGMASTER_BENCH_NCCL, 0);
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("rm-bench-gpu: skipped: no GPU\n");
@@ -99,7 +134,7 @@ int main(int argc, char** argv) {
   ncclGetVersion(&nccl_version);
   std::printf("device: %s (%d SMs, %.1f GiB), NCCL %s, %d iterations, median\n", prop.name,
               prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
-              internal::NcclVersionText(nccl_version).c_str(), iters);
+              NcclVersionText(nccl_version).c_str(), iters);
   const size_t bytes = mib << 20;
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -122,10 +157,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < n; ++i)
       ts.push_back(
           Tensor{src + i * tb, static_cast<int64_t>(tb / 4), DataType::kFloat32, MemoryKind::kDevice});
-    auto packs = internal::PlanDevicePacks(ts, static_cast<int64_t>(bytes));
+    const auto packs = PlanPackCopies(ts, bytes);
     double t = Median(iters, [&] {
       for (const auto& p : packs)
-        for (const auto& it : p.items)
+        for (const auto& it : p)
           CK(cudaMemcpyAsync(dst + it.offset, ts[it.tensor].data, it.bytes, cudaMemcpyDeviceToDevice, s));
       CK(cudaStreamSynchronize(s));
     });

@@ -1,0 +1,132 @@
+// Private to agent/src/gpu: the CUDA/NCCL implementation of GpuBackend,
+// declared once so its definition can be split by concern:
+//   gpu_backend.cc         creation, placing tensors, AllReduceOps, Run, Shutdown
+//   gpu_backend_nccl.cc    the device group's formation and the NCCL path
+//   gpu_backend_staged.cc  the host-staged path (pinned buffers, the CPU engine)
+// Only those files include it; everything else sees gpu_backend.h, which has
+// no CUDA types.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gpu/gpu_api.h"
+#include "gpu/gpu_backend.h"
+#include "gpu/nccl_plan.h"
+
+namespace ringmaster::internal::gpu {
+
+// "{0,1}"
+inline std::string DeviceList(const std::vector<int>& d) {
+  std::string s;
+  for (int x : d) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return "{" + s + "}";
+}
+
+// Restores the calling thread's current device on scope exit.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(const GpuApi& api) : api_(api) {
+    if (api_.cuda.GetDevice(&saved_) != cudaSuccess) saved_ = -1;
+  }
+  ~DeviceGuard() {
+    if (saved_ >= 0) (void)api_.cuda.SetDevice(saved_);
+  }
+
+ private:
+  const GpuApi& api_;
+  int saved_ = -1;
+};
+
+// One call's work, shared by the caller's thread (which captures the
+// streams) and the executor that runs it.
+struct CallPlan {
+  const GpuApi* api = nullptr;
+  std::vector<int> devices;
+  std::vector<std::vector<Tensor>> views;        // per local device, same shapes
+  std::vector<std::vector<cudaEvent_t>> caller;  // events on the callers' streams, per device
+  ReduceOp op = ReduceOp::kSum;
+  CommunicationOptions options;
+  std::shared_ptr<const GroupView> group;
+  Deadline deadline = NoDeadline();
+  std::string what;
+  ~CallPlan() {
+    for (auto& evs : caller)
+      for (cudaEvent_t e : evs) (void)api->cuda.EventDestroy(e);
+  }
+};
+
+class CudaGpuBackend final : public GpuBackend {
+ public:
+  explicit CudaGpuBackend(const Context& ctx) : ctx_(ctx) {}
+  ~CudaGpuBackend() override { Shutdown(); }
+
+  StatusOr<bool> IsDeviceCall(std::span<const Tensor> tensors) override;
+  StatusOr<std::vector<Op>> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op,
+                                         const CommunicationOptions& merged,
+                                         std::shared_ptr<const GroupView> group) override;
+  void Shutdown() override;
+
+ private:
+  // gpu_backend.cc
+  StatusOr<int> Where(const Tensor& t, size_t i);
+  StatusOr<DeviceSplit> Split(std::span<const Tensor> tensors) {
+    return SplitByDevice(tensors, [&](size_t i) { return Where(tensors[i], i); });
+  }
+  Status Run(Transport& t, CallPlan& plan);
+  void DestroyDeviceResources();
+  void Once(std::atomic<bool>& flag, const std::string& msg, bool warning);
+  // gpu_backend_nccl.cc
+  Status EnsureDeviceGroup(Transport& t, CallPlan& plan);
+  Status EnsureNccl(Transport& t, CallPlan& plan);
+  Status RunNccl(CallPlan& plan);
+  // gpu_backend_staged.cc
+  Status RunStaged(Transport& t, CallPlan& plan);
+
+  Status Cuda(cudaError_t e, const std::string& what) {
+    if (e == cudaSuccess) return OkStatus();
+    (void)api_.load()->cuda.GetLastError();  // clear the sticky-free error
+    return InternalError(what + " on " + ctx_.names[ctx_.rank] + ": " + CudaErrorText(*api_.load(), e));
+  }
+  WaitSpec Spec(CallPlan& plan, std::span<ncclComm_t> comms, std::span<cudaEvent_t> events, bool comms_only,
+                const std::string& what) {
+    WaitSpec s;
+    s.comms = comms;
+    s.events = events;
+    s.deadline = plan.deadline;
+    s.abort_status = [g = plan.group] { return g->AbortStatus(); };
+    s.what = what + " on " + ctx_.names[ctx_.rank];
+    s.comms_only = comms_only;
+    return s;
+  }
+
+  const Context ctx_;
+  std::atomic<const GpuApi*> api_{nullptr};  // set by the first GPU call
+
+  std::mutex mu_;  // devices_ / formed_for_, read by callers
+  std::weak_ptr<const GroupView> formed_for_;
+  std::vector<int> devices_;  // local CUDA ordinals of this formation
+  // Everything below is touched only by the executor of slot 0 (and Shutdown,
+  // once the executors are stopped).
+  bool nccl_everywhere_ = false;
+  std::string nccl_missing_;                           // who lacks NCCL, and why
+  std::vector<cudaStream_t> streams_;                  // ours, one per local device
+  std::vector<cudaEvent_t> done_;                      // per device: the call's end
+  std::vector<std::array<cudaEvent_t, 2>> d2h_, h2d_;  // per device, per staging area
+  std::vector<ncclComm_t> comms_;
+  NcclState state_ = NcclState::kNone;
+  std::weak_ptr<const GroupView> nccl_for_;
+  char* pinned_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  std::atomic<bool> said_nccl_{false}, said_staged_{false}, said_ring_{false}, warned_missing_{false};
+};
+
+}  // namespace ringmaster::internal::gpu

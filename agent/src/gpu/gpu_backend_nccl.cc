@@ -1,0 +1,223 @@
+// The GPU backend's NCCL path (cuda_backend.h): forming the device group
+// (every member's GPU count and NCCL availability, exchanged over the CPU
+// engine; both paths start here), forming the NCCL communicators (rank 0's
+// ncclUniqueId broadcast the same way), and one all-reduce through NCCL,
+// packed on our streams and polled so it can be aborted.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "algorithms.h"
+#include "gpu/cuda_backend.h"
+
+namespace ringmaster::internal::gpu {
+
+Status CudaGpuBackend::EnsureDeviceGroup(Transport& t, CallPlan& plan) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (formed_for_.lock() == plan.group) {
+      if (plan.devices != devices_) {
+        return InvalidArgumentError("this call's tensors are on GPUs " + DeviceList(plan.devices) +
+                                    " but the group drives GPUs " + DeviceList(devices_));
+      }
+      return OkStatus();
+    }
+  }
+  const GpuApi& api = *api_.load();
+  // A new formation of the group: the old communicators (if any) belong to
+  // an aborted or re-formed group.
+  AbortComms(api, comms_);
+  state_ = NcclState::kNone;
+  DestroyDeviceResources();
+  DeviceGuard guard(api);
+  const size_t g = plan.devices.size();
+  streams_.assign(g, nullptr);
+  done_.assign(g, nullptr);
+  d2h_.assign(g, {nullptr, nullptr});
+  h2d_.assign(g, {nullptr, nullptr});
+  for (size_t l = 0; l < g; ++l) {
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(plan.devices[l]), "cudaSetDevice"));
+    // Non-blocking: our copies never wait for (or hold up) the legacy stream.
+    RM_RETURN_IF_ERROR(
+        Cuda(api.cuda.StreamCreateWithFlags(&streams_[l], cudaStreamNonBlocking), "cudaStreamCreate"));
+    for (cudaEvent_t* e : {&done_[l], &d2h_[l][0], &d2h_[l][1], &h2d_[l][0], &h2d_[l][1]}) {
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.EventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
+    }
+  }
+  std::vector<DeviceMember> all(ctx_.size);
+  all[ctx_.rank] = {static_cast<int32_t>(g), api.have_nccl ? 1 : 0};
+  if (ctx_.size > 1) RM_RETURN_IF_ERROR(RingAllGatherBytes(t, all.data(), sizeof(DeviceMember)));
+  RM_RETURN_IF_ERROR(CheckDeviceMembers(all, ctx_.names));
+  nccl_everywhere_ = true;
+  nccl_missing_.clear();
+  for (int r = 0; r < ctx_.size; ++r) {
+    if (all[r].has_nccl) continue;
+    nccl_everywhere_ = false;
+    nccl_missing_ += (nccl_missing_.empty() ? "" : ", ") + ctx_.names[r] +
+                     (r == ctx_.rank ? ": " + api.nccl_unavailable : " has none");
+  }
+  DebugLog("GPU group formed on " + ctx_.names[ctx_.rank] + ": GPUs " + DeviceList(plan.devices) + ", " +
+           std::to_string(ctx_.size) + " member(s), NCCL " +
+           (nccl_everywhere_ ? "everywhere" : "not everywhere"));
+  std::lock_guard<std::mutex> lock(mu_);
+  devices_ = plan.devices;
+  formed_for_ = plan.group;
+  return OkStatus();
+}
+
+Status CudaGpuBackend::EnsureNccl(Transport& t, CallPlan& plan) {
+  if (state_ == NcclState::kReady && nccl_for_.lock() == plan.group) return OkStatus();
+  const GpuApi& api = *api_.load();
+  AbortComms(api, comms_);
+  state_ = NcclState::kForming;
+  // Rank 0 makes the id and sends it through our own control plane (the CPU
+  // engine); a failure there is sent too, so no member waits for nothing.
+  struct IdMessage {
+    int32_t ok;
+    char error[252];
+    ncclUniqueId id;
+  } msg{};
+  if (ctx_.rank == 0) {
+    ncclResult_t r = api.nccl.GetUniqueId(&msg.id);
+    msg.ok = r == ncclSuccess;
+    if (!msg.ok) std::snprintf(msg.error, sizeof msg.error, "%s", NcclErrorText(api, r).c_str());
+  }
+  if (ctx_.size > 1) RM_RETURN_IF_ERROR(BroadcastBytes(t, &msg, sizeof msg, 0));
+  if (!msg.ok) {
+    state_ = NcclState::kNone;
+    return UnavailableError(ctx_.names[0] + " could not create the NCCL unique id: " +
+                            std::string(msg.error, strnlen(msg.error, sizeof msg.error)));
+  }
+  const int g = static_cast<int>(devices_.size());
+  const int nranks = ctx_.size * g;
+  comms_.assign(g, nullptr);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every call returns at once; we poll, so we can abort
+  DeviceGuard guard(api);
+  Status st;
+  if (g > 1) (void)api.nccl.GroupStart();
+  for (int l = 0; l < g && st.ok(); ++l) {
+    st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
+    if (!st.ok()) break;
+    ncclResult_t r = api.nccl.CommInitRankConfig(&comms_[l], nranks, msg.id, ctx_.rank * g + l, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      st = InternalError("ncclCommInitRankConfig on " + ctx_.names[ctx_.rank] + " GPU " +
+                         std::to_string(devices_[l]) + ": " + NcclErrorText(api, r));
+    }
+  }
+  if (g > 1) {
+    ncclResult_t r = api.nccl.GroupEnd();
+    if (st.ok() && r != ncclSuccess && r != ncclInProgress) {
+      st = InternalError("forming the NCCL communicators: " + NcclErrorText(api, r));
+    }
+  }
+  if (st.ok()) st = WaitOrAbort(api, Spec(plan, comms_, {}, true, "forming the NCCL communicator"));
+  if (!st.ok()) {
+    AbortComms(api, comms_);
+    state_ = NcclState::kAborted;
+    return st;
+  }
+  state_ = NcclState::kReady;
+  nccl_for_ = plan.group;
+  DebugLog("NCCL communicator formed on " + ctx_.names[ctx_.rank] + ": ranks " +
+           std::to_string(ctx_.rank * g) + ".." + std::to_string(ctx_.rank * g + g - 1) + " of " +
+           std::to_string(nranks));
+  return OkStatus();
+}
+
+Status CudaGpuBackend::RunNccl(CallPlan& plan) {
+  const GpuApi& api = *api_.load();
+  const size_t g = devices_.size();
+  auto packs = PlanDevicePacks(plan.views[0], plan.options.bytes_per_pack);
+  auto red = NcclRedOp(plan.op, api.nccl_version);
+  if (!red.ok()) return red.status();
+  std::vector<ncclDataType_t> types;
+  for (const auto& p : packs) {
+    auto d = NcclDataType(p.dtype, api.nccl_version);
+    if (!d.ok()) return d.status();
+    types.push_back(*d);
+  }
+  DeviceGuard guard(api);
+  std::vector<std::vector<void*>> bufs(g, std::vector<void*>(packs.size(), nullptr));
+  auto free_bufs = [&] {
+    for (size_t l = 0; l < g; ++l) {
+      (void)api.cuda.SetDevice(devices_[l]);
+      for (void*& b : bufs[l]) {
+        if (b) (void)api.cuda.FreeAsync(b, streams_[l]);
+        b = nullptr;
+      }
+    }
+  };
+  auto fail = [&](Status st) {
+    free_bufs();
+    if (state_ != NcclState::kReady) {
+      AbortComms(api, comms_);
+      state_ = NcclState::kAborted;
+    }
+    return st;
+  };
+  // Pack on our stream, after the callers' streams.
+  for (size_t l = 0; l < g; ++l) {
+    cudaStream_t s = streams_[l];
+    Status st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
+    for (cudaEvent_t e : plan.caller[l]) {
+      if (st.ok()) st = Cuda(api.cuda.StreamWaitEvent(s, e, 0), "cudaStreamWaitEvent");
+    }
+    for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
+      if (packs[p].in_place()) continue;
+      st = Cuda(api.cuda.MallocAsync(&bufs[l][p], packs[p].bytes, s), "cudaMallocAsync of a pack");
+      for (const auto& it : packs[p].items) {
+        if (!st.ok()) break;
+        st = Cuda(api.cuda.MemcpyAsync(static_cast<char*>(bufs[l][p]) + it.offset,
+                                       plan.views[l][it.tensor].data, it.bytes, cudaMemcpyDeviceToDevice, s),
+                  "packing (cudaMemcpyAsync)");
+      }
+    }
+    if (!st.ok()) return fail(st);
+  }
+  // Every pack of every local GPU in one NCCL group.
+  state_ = NcclState::kRunning;
+  Status st;
+  (void)api.nccl.GroupStart();
+  for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
+    for (size_t l = 0; l < g && st.ok(); ++l) {
+      void* buf = packs[p].in_place() ? plan.views[l][packs[p].items[0].tensor].data : bufs[l][p];
+      ncclResult_t r = api.nccl.AllReduce(buf, buf, packs[p].count, types[p], *red, comms_[l], streams_[l]);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        st = InternalError("ncclAllReduce on " + ctx_.names[ctx_.rank] + ": " +
+                           NcclErrorText(api, r, comms_[l]));
+      }
+    }
+  }
+  ncclResult_t r = api.nccl.GroupEnd();
+  if (st.ok() && r != ncclSuccess && r != ncclInProgress) {
+    st = InternalError("ncclGroupEnd on " + ctx_.names[ctx_.rank] + ": " + NcclErrorText(api, r));
+  }
+  if (!st.ok()) return fail(st);
+  // Non-blocking: the kernels are enqueued once no comm is in progress.
+  st = WaitOrAbort(api, Spec(plan, comms_, {}, true, plan.what));
+  if (!st.ok()) return fail(st);
+  for (size_t l = 0; l < g && st.ok(); ++l) {
+    cudaStream_t s = streams_[l];
+    st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
+    for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
+      if (packs[p].in_place()) continue;
+      for (const auto& it : packs[p].items) {
+        if (!st.ok()) break;
+        st = Cuda(
+            api.cuda.MemcpyAsync(plan.views[l][it.tensor].data, static_cast<char*>(bufs[l][p]) + it.offset,
+                                 it.bytes, cudaMemcpyDeviceToDevice, s),
+            "unpacking (cudaMemcpyAsync)");
+      }
+      if (st.ok()) st = Cuda(api.cuda.FreeAsync(bufs[l][p], s), "cudaFreeAsync");
+      bufs[l][p] = nullptr;
+    }
+    if (st.ok()) st = Cuda(api.cuda.EventRecord(done_[l], s), "cudaEventRecord");
+  }
+  if (!st.ok()) return fail(st);
+  st = WaitOrAbort(api, Spec(plan, comms_, done_, false, plan.what));
+  if (!st.ok()) return fail(st);
+  state_ = NcclState::kReady;
+  return OkStatus();
+}
+}  // namespace ringmaster::internal::gpu

@@ -1,0 +1,110 @@
+// The GPU backend's host-staged path (cuda_backend.h): without NCCL on
+// every member, or with implementation RING, packs are copied down into
+// pinned host buffers (double-buffered, so the next pack's copy overlaps
+// this one's reduction), reduced across local GPUs on the host, all-reduced
+// across members by the CPU engine, and copied back up.
+#include <algorithm>
+#include <string>
+
+#include "collectives.h"
+#include "gpu/cuda_backend.h"
+#include "kernels.h"
+#include "packing.h"
+
+namespace ringmaster::internal::gpu {
+
+Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
+  const GpuApi& api = *api_.load();
+  const size_t g = devices_.size();
+  const auto& ref = plan.views[0];
+  size_t total = 0;
+  for (const auto& v : ref) total += v.bytes();
+  const int64_t per_pack =
+      plan.options.bytes_per_pack > 0 ? plan.options.bytes_per_pack : AutoBytesPerPack(total, ctx_.streams);
+  const auto packs = PlanPacks(ref, per_pack);
+  if (packs.empty()) return OkStatus();
+  size_t max_bytes = 0;
+  for (const auto& p : packs) max_bytes = std::max(max_bytes, p.bytes);
+  // Two staging areas (pack k+1 is copied down while pack k is reduced),
+  // each one region per local GPU; pinned, and kept for the next call.
+  const size_t need = 2 * g * max_bytes;
+  DeviceGuard guard(api);
+  if (pinned_bytes_ < need) {
+    if (pinned_) (void)api.cuda.FreeHost(pinned_);
+    pinned_ = nullptr;
+    pinned_bytes_ = 0;
+    void* p = nullptr;
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[0]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.HostAlloc(&p, need, cudaHostAllocPortable), "cudaHostAlloc of staging"));
+    pinned_ = static_cast<char*>(p);
+    pinned_bytes_ = need;
+  }
+  auto area = [&](size_t k, size_t l) { return pinned_ + ((k % 2) * g + l) * max_bytes; };
+  for (size_t l = 0; l < g; ++l) {
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+    for (cudaEvent_t e : plan.caller[l]) {
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.StreamWaitEvent(streams_[l], e, 0), "cudaStreamWaitEvent"));
+    }
+  }
+  auto copy_down = [&](size_t k) -> Status {
+    const size_t a = k % 2;
+    for (size_t l = 0; l < g; ++l) {
+      cudaStream_t s = streams_[l];
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+      // Area a's region l was last read by pack k-2's copies up, on every
+      // GPU (all read region 0): wait for the other GPUs' ones.
+      if (k >= 2 && g > 1) {
+        for (size_t o = 0; o < g; ++o) {
+          if (o != l)
+            RM_RETURN_IF_ERROR(Cuda(api.cuda.StreamWaitEvent(s, h2d_[o][a], 0), "cudaStreamWaitEvent"));
+        }
+      }
+      size_t off = 0;
+      for (size_t idx : packs[k].tensors) {
+        const Tensor& v = plan.views[l][idx];
+        RM_RETURN_IF_ERROR(
+            Cuda(api.cuda.MemcpyAsync(area(k, l) + off, v.data, v.bytes(), cudaMemcpyDeviceToHost, s),
+                 "staging down (cudaMemcpyAsync)"));
+        off += v.bytes();
+      }
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(d2h_[l][a], s), "cudaEventRecord"));
+    }
+    return OkStatus();
+  };
+  std::vector<cudaEvent_t> wait(g);
+  RM_RETURN_IF_ERROR(copy_down(0));
+  for (size_t k = 0; k < packs.size(); ++k) {
+    const Pack& p = packs[k];
+    const size_t a = k % 2;
+    for (size_t l = 0; l < g; ++l) wait[l] = d2h_[l][a];
+    RM_RETURN_IF_ERROR(WaitOrAbort(api, Spec(plan, {}, wait, false, plan.what + " (staging down)")));
+    if (k + 1 < packs.size()) RM_RETURN_IF_ERROR(copy_down(k + 1));
+    char* host = area(k, 0);
+    for (size_t l = 1; l < g; ++l) ReduceInto(p.dtype, plan.op, host, area(k, l), p.count);
+    // The CPU engine's pack all-reduce across members (NCCL's name means
+    // AUTO here: this is the path without NCCL).
+    CommunicationOptions o = plan.options;
+    if (o.implementation == Implementation::kNccl) o.implementation = Implementation::kAuto;
+    const int64_t ranks = static_cast<int64_t>(ctx_.size) * static_cast<int64_t>(g);
+    RM_RETURN_IF_ERROR(AllReducePack(t, o, host, p.count, p.dtype, plan.op, ranks));
+    for (size_t l = 0; l < g; ++l) {
+      cudaStream_t s = streams_[l];
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+      size_t off = 0;
+      for (size_t idx : p.tensors) {
+        const Tensor& v = plan.views[l][idx];
+        RM_RETURN_IF_ERROR(
+            Cuda(api.cuda.MemcpyAsync(v.data, host + off, v.bytes(), cudaMemcpyHostToDevice, s),
+                 "staging up (cudaMemcpyAsync)"));
+        off += v.bytes();
+      }
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(h2d_[l][a], s), "cudaEventRecord"));
+    }
+  }
+  for (size_t l = 0; l < g; ++l) {
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(done_[l], streams_[l]), "cudaEventRecord"));
+  }
+  return WaitOrAbort(api, Spec(plan, {}, done_, false, plan.what + " (staging up)"));
+}
+}  // namespace ringmaster::internal::gpu
