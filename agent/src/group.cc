@@ -38,6 +38,7 @@ Status Group::AbortStatus() const {
 }
 
 Status Group::ForNewCall() const {
+  if (!aborted_.load(std::memory_order_acquire)) return OkStatus();  // no lock on the hot path
   std::lock_guard<std::mutex> lock(mu_);
   return state_.ForNewCall();
 }
