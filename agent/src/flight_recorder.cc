@@ -58,13 +58,13 @@ FlightEntry* FlightRecorder::Find(uint64_t seq) {
 }
 
 void FlightRecorder::Reset() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   for (auto& e : ring_) e = FlightEntry{};
   last_finished_ = last_started_ = last_queued_ = 0;
 }
 
 void FlightRecorder::Queued(uint64_t seq, const OpInfo& info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   FlightEntry& e = ring_[seq % ring_.size()];
   e = FlightEntry{};
   e.seq = seq;
@@ -74,7 +74,7 @@ void FlightRecorder::Queued(uint64_t seq, const OpInfo& info) {
 
 void FlightRecorder::Started(uint64_t seq) {
   const int64_t now = UnixMicros();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (FlightEntry* e = Find(seq)) {
     e->progress = Progress::kRunning;
     e->start_unix_us = now;
@@ -84,7 +84,7 @@ void FlightRecorder::Started(uint64_t seq) {
 
 void FlightRecorder::Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from) {
   const int64_t now = UnixMicros();
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (FlightEntry* e = Find(seq)) {
     e->progress = outcome == StatusCode::kOk ? Progress::kFinished : Progress::kFailed;
     e->outcome = outcome;
@@ -95,7 +95,7 @@ void FlightRecorder::Finished(uint64_t seq, StatusCode outcome, uint64_t heard_f
 }
 
 ProgressReport FlightRecorder::Report(uint64_t seq) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   ProgressReport r;
   r.last_finished = last_finished_;
   r.last_started = last_started_;
@@ -112,7 +112,7 @@ ProgressReport FlightRecorder::Report(uint64_t seq) const {
 }
 
 std::vector<FlightEntry> FlightRecorder::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   std::vector<FlightEntry> out;
   for (const auto& e : ring_)
     if (e.seq) out.push_back(e);

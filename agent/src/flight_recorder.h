@@ -2,12 +2,14 @@
 // fixed memory (K entries allocated once), so a failure can say who was
 // where. Entry k holds collective #seq with seq % K == k: sequence numbers are
 // dense, so finding a collective is one index, and the oldest entry is the
-// one overwritten. One mutex, held for a few stores per collective (the cost
-// is measured in docs/benchmarks.md).
+// one overwritten. One spin lock, held for a few stores per collective and
+// almost never contended (the cost is measured in docs/benchmarks.md).
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,19 @@ struct ProgressReport {
   OpInfo info;  // valid when progress is not kNeverEntered/kUnknown
 };
 
+// A lock for a few stores: cheaper than a mutex when, as here, the holder
+// never blocks and contention is rare (a diagnosis or a dump reading).
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
 class FlightRecorder {
  public:
   explicit FlightRecorder(size_t capacity = 1024);
@@ -67,7 +82,7 @@ class FlightRecorder {
 
  private:
   FlightEntry* Find(uint64_t seq);
-  mutable std::mutex mu_;
+  mutable SpinLock mu_;
   std::vector<FlightEntry> ring_;
   uint64_t last_finished_ = 0, last_started_ = 0, last_queued_ = 0;
 };
