@@ -61,6 +61,7 @@ StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& k
   }
   if (opts.restart_count) env.emplace_back(kEnvRestartCount, std::to_string(*opts.restart_count));
   if (!opts.termination_log.empty()) env.emplace_back(kEnvTerminationLog, opts.termination_log);
+  if (!opts.job_key_file.empty()) env.emplace_back(kEnvJobKeyFile, opts.job_key_file);
   return env;
 }
 
@@ -122,6 +123,7 @@ StatusOr<ReplicaEnv> ParseReplicaEnv(const std::function<const char*(const char*
   if (!size.ok()) return size.status();
   env.flight_recorder_size = *size;
   env.termination_log = Get(getenv, kEnvTerminationLog);
+  env.job_key_file = Get(getenv, kEnvJobKeyFile);
   return env;
 }
 

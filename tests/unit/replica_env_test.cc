@@ -57,7 +57,7 @@ TEST(BuildReplicaEnv, PodHasTfConfigCommOptionsAndTheDefaultAgentPort) {
   EXPECT_EQ(vars["RINGMASTER_BYTES_PER_PACK"], "4096");
 }
 
-TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountAndTerminationLog) {
+TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountTerminationLogAndJobKeyFile) {
   const DistributedJob job = MakeJob(1, 2);
   ReplicaEnvOptions opts;
   opts.address = [](ReplicaType t, int i) {
@@ -66,6 +66,7 @@ TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountAndTerminationLog) {
   opts.agent_ports = std::vector<int>{41000, 41001, 41002};
   opts.restart_count = 2;
   opts.termination_log = "/tmp/run/worker-0.termination-log";
+  opts.job_key_file = "/tmp/run/job-key";
   auto env = BuildReplicaEnv(job, {ReplicaType::kWorker, 0}, opts);
   ASSERT_TRUE(env.ok()) << env.status().ToString();
   Vars vars = ToMap(*env);
@@ -74,16 +75,20 @@ TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountAndTerminationLog) {
   EXPECT_EQ(vars["RINGMASTER_PORT"], "41000,41001,41002");
   EXPECT_EQ(vars["RINGMASTER_RESTART_COUNT"], "2");
   EXPECT_EQ(vars["RINGMASTER_TERMINATION_LOG"], "/tmp/run/worker-0.termination-log");
+  EXPECT_EQ(vars["RINGMASTER_JOB_KEY_FILE"], "/tmp/run/job-key");
+  EXPECT_EQ(Names(*env).back(), "RINGMASTER_JOB_KEY_FILE");  // after the existing variables
 
   opts.agent_ports = std::vector<int>{};  // no members: no port
   opts.restart_count.reset();
   opts.termination_log.clear();
+  opts.job_key_file.clear();
   env = BuildReplicaEnv(job, {ReplicaType::kWorker, 0}, opts);
   ASSERT_TRUE(env.ok());
   vars = ToMap(*env);
   EXPECT_EQ(vars.count("RINGMASTER_PORT"), 0u);
   EXPECT_EQ(vars.count("RINGMASTER_RESTART_COUNT"), 0u);
   EXPECT_EQ(vars.count("RINGMASTER_TERMINATION_LOG"), 0u);
+  EXPECT_EQ(vars.count("RINGMASTER_JOB_KEY_FILE"), 0u);
 }
 
 TEST(BuildReplicaEnv, UnknownReplicaIsInvalidArgument) {
@@ -100,6 +105,7 @@ TEST(ParseReplicaEnv, RoundTripsWhatBuildGives) {
   };
   opts.agent_ports = std::vector<int>{41000, 41001, 41002};
   opts.termination_log = "/tmp/tl";
+  opts.job_key_file = "/var/run/secrets/ringmaster.io/job-key/key";
   auto env = BuildReplicaEnv(job, {ReplicaType::kWorker, 1}, opts);
   ASSERT_TRUE(env.ok());
   Vars vars = ToMap(*env);
@@ -122,6 +128,7 @@ TEST(ParseReplicaEnv, RoundTripsWhatBuildGives) {
   EXPECT_EQ(parsed->flight_recorder_dir, "/tmp/fr");
   EXPECT_EQ(parsed->flight_recorder_size, 256);
   EXPECT_EQ(parsed->termination_log, "/tmp/tl");
+  EXPECT_EQ(parsed->job_key_file, "/var/run/secrets/ringmaster.io/job-key/key");
 }
 
 TEST(ParseReplicaEnv, OptionalVariablesMayBeUnsetOrEmpty) {
@@ -129,6 +136,7 @@ TEST(ParseReplicaEnv, OptionalVariablesMayBeUnsetOrEmpty) {
   ASSERT_TRUE(env.ok());
   Vars vars = ToMap(*env);
   vars["RINGMASTER_STREAMS"] = "";
+  vars["RINGMASTER_JOB_KEY_FILE"] = "";
   auto parsed = ParseReplicaEnv(EnvOf(vars));
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->agent_ports, (std::vector<int>{2223}));
@@ -138,6 +146,15 @@ TEST(ParseReplicaEnv, OptionalVariablesMayBeUnsetOrEmpty) {
   EXPECT_FALSE(parsed->flight_recorder_dir);
   EXPECT_FALSE(parsed->flight_recorder_size);
   EXPECT_FALSE(parsed->termination_log);
+  EXPECT_FALSE(parsed->job_key_file);
+}
+
+TEST(ParseReplicaEnv, JobKeyFileUnsetIsNullopt) {
+  auto env = BuildReplicaEnv(MakeJob(0, 1), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(env.ok());
+  auto parsed = ParseReplicaEnv(EnvOf(ToMap(*env)));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_FALSE(parsed->job_key_file);
 }
 
 TEST(ParseReplicaEnv, BadValuesNameTheVariable) {

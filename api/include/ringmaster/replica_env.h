@@ -32,6 +32,10 @@ inline constexpr char kEnvFlightRecorderSize[] = "RINGMASTER_FLIGHT_RECORDER_SIZ
 // it writes /dev/termination-log when that exists (the kubelet's default
 // terminationMessagePath).
 inline constexpr char kEnvTerminationLog[] = "RINGMASTER_TERMINATION_LOG";
+// The file holding the job's secret key, which the members use to
+// authenticate each other (pods: the key Secret's volume; local runs: a
+// fresh 0600 file in the run's directory).
+inline constexpr char kEnvJobKeyFile[] = "RINGMASTER_JOB_KEY_FILE";
 
 // Name/value pairs in the order they are given to the replica.
 using EnvList = std::vector<std::pair<std::string, std::string>>;
@@ -52,11 +56,14 @@ struct ReplicaEnvOptions {
   std::optional<int> restart_count;
   // RINGMASTER_TERMINATION_LOG; "" sets none.
   std::string termination_log;
+  // RINGMASTER_JOB_KEY_FILE; "" sets none.
+  std::string job_key_file;
 };
 
 // The environment of replica `key`: TF_CONFIG, the job's communication
 // options (CommunicationOptions::ToEnv, in its order), RINGMASTER_PORT, then
-// RINGMASTER_RESTART_COUNT and RINGMASTER_TERMINATION_LOG when given.
+// RINGMASTER_RESTART_COUNT, RINGMASTER_TERMINATION_LOG and
+// RINGMASTER_JOB_KEY_FILE when given.
 // InvalidArgument when the job has no such replica.
 StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
                                   const ReplicaEnvOptions& opts);
@@ -79,6 +86,7 @@ struct ReplicaEnv {
   std::optional<std::string> flight_recorder_dir;
   std::optional<int> flight_recorder_size;  // 1..1048576 entries
   std::optional<std::string> termination_log;
+  std::optional<std::string> job_key_file;
 };
 
 // Parses the variables through `getenv` (e.g. &std::getenv). TF_CONFIG is
