@@ -153,6 +153,71 @@ bool IsDns1035Label(const std::string& s) {
   });
 }
 
+// A DNS-1123 subdomain (Secret names): at most 253 characters, dot-separated
+// labels of a-z, 0-9 and '-', each starting and ending with a letter or digit.
+bool IsDns1123Subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find('.', start);
+    if (end == std::string::npos) end = s.size();
+    const std::string_view label(s.data() + start, end - start);
+    auto alnum = [](char c) {
+      return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
+    };
+    if (label.empty() || !alnum(label.front()) || !alnum(label.back())) return false;
+    if (!std::all_of(label.begin(), label.end(), [&](char c) { return alnum(c) || c == '-'; })) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+// Kubernetes' rule for Secret (and ConfigMap) keys: [-._a-zA-Z0-9]+, at most
+// 253, and not ".", ".." or anything starting with "..".
+bool IsSecretKey(const std::string& s) {
+  if (s.empty() || s.size() > 253 || s == "." || s.rfind("..", 0) == 0) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  });
+}
+
+void DecodeKeySecretRef(Decoder& d, const json& comm, const std::string& comm_path,
+                        std::optional<KeySecretRef>& out) {
+  const json* r = d.Object(comm, "keySecretRef", comm_path, /*required=*/false);
+  if (!r) return;
+  const std::string path = comm_path + ".keySecretRef";
+  d.RejectUnknown(*r, path, {"name", "key"});
+  KeySecretRef ref;
+  bool ok = true;
+  if (auto name = d.String(*r, "name", path)) {
+    if (IsDns1123Subdomain(*name)) {
+      ref.name = *name;
+    } else {
+      d.Error(path + ".name",
+              "'" + *name +
+                  "' must be a Secret name: a lower-case DNS-1123 subdomain (a-z, 0-9, '-', "
+                  "'.', starting and ending with a letter or digit) of at most 253 characters");
+      ok = false;
+    }
+  } else {
+    if (!r->contains("name") || (*r)["name"].is_null()) d.Error(path + ".name", "required field is missing");
+    ok = false;
+  }
+  if (auto key = d.String(*r, "key", path)) {
+    if (IsSecretKey(*key)) {
+      ref.key = *key;
+    } else {
+      d.Error(path + ".key", "'" + *key +
+                                 "' must be a Secret key: a-z, A-Z, 0-9, '-', '_', '.' (not '.', '..' or "
+                                 "starting with '..'), at most 253 characters");
+      ok = false;
+    }
+  } else if (r->contains("key") && !(*r)["key"].is_null()) {
+    ok = false;  // not a string: reported by String
+  }
+  if (ok) out = std::move(ref);
+}
+
 void DecodeReplica(Decoder& d, const json& spec, const std::string& path, ReplicaSpec& out) {
   d.RejectUnknown(spec, path, {"replicas", "restartPolicy", "template"});
   if (auto n = d.Integer(spec, "replicas", path, 0, 100000)) out.replicas = static_cast<int>(*n);
@@ -238,11 +303,13 @@ void DecodeReplicaSpecs(Decoder& d, const json& spec, DistributedJob& job) {
   if (specs->empty()) d.Error(path, "at least one replica type is required");
 }
 
-void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out) {
+void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out,
+                         std::optional<KeySecretRef>& key_secret_ref) {
   const std::string path = "spec.communication";
   const json* c = d.Object(spec, "communication", "spec", /*required=*/false);
   if (!c) return;
-  d.RejectUnknown(*c, path, {"implementation", "bytesPerPack", "timeoutSeconds"});
+  d.RejectUnknown(*c, path, {"implementation", "bytesPerPack", "timeoutSeconds", "keySecretRef"});
+  DecodeKeySecretRef(d, *c, path, key_secret_ref);
   if (auto s = d.String(*c, "implementation", path)) {
     auto impl = ParseImplementation(*s, path + ".implementation");
     if (impl.ok()) {
@@ -382,7 +449,7 @@ LoadedJob DecodeJob(const json& obj) {
   if (const json* spec = d.Object(obj, "spec", "", /*required=*/true)) {
     d.RejectUnknown(*spec, "spec", {"replicaSpecs", "communication", "runPolicy", "successPolicy", "port"});
     DecodeReplicaSpecs(d, *spec, job);
-    DecodeCommunication(d, *spec, job.communication);
+    DecodeCommunication(d, *spec, job.communication, job.key_secret_ref);
     DecodeRunPolicy(d, *spec, job.run_policy);
     if (auto p = d.Enum<SuccessPolicy>(
             *spec, "successPolicy", "spec",

@@ -45,6 +45,7 @@ TEST(LoadJobs, DefaultsAreApplied) {
   EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kRunning);
   EXPECT_FALSE(job->run_policy.backoff_limit.has_value());
   EXPECT_EQ(job->communication, CommunicationOptions{});
+  EXPECT_FALSE(job->key_secret_ref.has_value());
 }
 
 TEST(LoadJobs, EveryFieldIsRead) {
@@ -160,6 +161,51 @@ TEST(Validate, CommunicationOptions) {
               "job.yaml:7:21: spec.communication.implementation", "unknown implementation 'GLOO'");
   ExpectError(std::string(kHead) + "  communication:\n    bytesPerPack: lots\n  replicaSpecs:\n" + kWorker,
               "job.yaml:7:19: spec.communication.bytesPerPack", "must be an integer, got 'lots'");
+}
+
+TEST(LoadJobs, KeySecretRefNamesTheUsersSecretWithItemKeyDefaultingToKey) {
+  auto job = LoadSingleJob(std::string(kHead) + "  communication:\n    keySecretRef: {name: team.keys-1}\n" +
+                               "  replicaSpecs:\n" + kWorker,
+                           "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_TRUE(job->key_secret_ref.has_value());
+  EXPECT_EQ(*job->key_secret_ref, (KeySecretRef{"team.keys-1", "key"}));
+  job =
+      LoadSingleJob(std::string(kHead) + "  communication:\n    keySecretRef: {name: s, key: Job_Key.v2}\n" +
+                        "  replicaSpecs:\n" + kWorker,
+                    "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(*job->key_secret_ref, (KeySecretRef{"s", "Job_Key.v2"}));
+}
+
+TEST(Validate, KeySecretRef) {
+  auto with = [](const std::string& ref) {
+    return std::string(kHead) + "  communication:\n    keySecretRef: " + ref + "\n  replicaSpecs:\n" +
+           kWorker;
+  };
+  ExpectError(with("{key: k}"), "spec.communication.keySecretRef.name", "required field is missing");
+  ExpectError(with("{name: My_Secret}"), "job.yaml:7:26: spec.communication.keySecretRef.name",
+              "'My_Secret' must be a Secret name: a lower-case DNS-1123 subdomain");
+  ExpectError(with("{name: a..b}"), "spec.communication.keySecretRef.name", "DNS-1123 subdomain");
+  ExpectError(with("{name: -a}"), "spec.communication.keySecretRef.name", "DNS-1123 subdomain");
+  ExpectError(with("{name: " + std::string(254, 'a') + "}"), "spec.communication.keySecretRef.name",
+              "at most 253 characters");
+  ExpectError(with("{name: s, key: a/b}"), "job.yaml:7:34: spec.communication.keySecretRef.key",
+              "'a/b' must be a Secret key");
+  ExpectError(with("{name: s, key: ..x}"), "spec.communication.keySecretRef.key", "must be a Secret key");
+  ExpectError(with("{name: s, key: '.'}"), "spec.communication.keySecretRef.key", "must be a Secret key");
+  ExpectError(with("{name: s, key: ''}"), "spec.communication.keySecretRef.key", "must be a Secret key");
+  ExpectError(with("{name: s, key: " + std::string(254, 'k') + "}"), "spec.communication.keySecretRef.key",
+              "must be a Secret key");
+  ExpectError(with("{name: s, key: 3}"), "spec.communication.keySecretRef.key", "must be a string");
+  ExpectError(with("{name: s, optional: true}"), "spec.communication.keySecretRef.optional",
+              "unknown field, expected one of: name, key");
+  ExpectError(with("s"), "spec.communication.keySecretRef", "must be an object");
+  // At the limits: 253 characters of each are fine.
+  auto job = LoadSingleJob(with("{name: " + std::string(63, 'a') + "." + std::string(189, 'b') +
+                                ", key: " + std::string(253, 'k') + "}"),
+                           "job.yaml");
+  EXPECT_TRUE(job.ok()) << job.status().ToString();
 }
 
 TEST(Validate, PortOutOfRange) {

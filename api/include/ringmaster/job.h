@@ -59,12 +59,25 @@ struct RunPolicy {
   bool suspend = false;
 };
 
+// spec.communication.keySecretRef: the user's own Secret holding the job's
+// key (the file its members authenticate each other with), instead of the
+// one the operator generates. `name` is a DNS-1123 subdomain, `key` the
+// Secret's item (Kubernetes' Secret key rule: [-._a-zA-Z0-9]+, at most 253).
+struct KeySecretRef {
+  std::string name;
+  std::string key = "key";
+
+  friend bool operator==(const KeySecretRef&, const KeySecretRef&) = default;
+};
+
 struct DistributedJob {
   std::string name;
   std::string namespace_;  // "" when the file names none
   nlohmann::json metadata = nlohmann::json::object();
   std::map<ReplicaType, ReplicaSpec> replica_specs;
   CommunicationOptions communication;
+  // nullopt: the operator generates the job's key Secret.
+  std::optional<KeySecretRef> key_secret_ref;
   RunPolicy run_policy;
   SuccessPolicy success_policy = SuccessPolicy::kDefault;
   int port = kDefaultPort;
