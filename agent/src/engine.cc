@@ -17,7 +17,9 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
       size_(static_cast<int>(settings.group.members.size())),
       process_id_(RandomId()),
       recorder_(
-          std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))) {
+          std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))),
+      key_(settings.job_key),
+      refusals_(rank_ >= 0 && rank_ < size_ ? settings.group.members[rank_].TaskName() : "agent") {
   for (const auto& m : settings_.group.members) {
     names_.push_back(m.TaskName());
     std::string host;
@@ -45,6 +47,12 @@ Status CommunicatorImpl::Start() {
     return InvalidArgumentError("streams must be in [1, 8]");
   if (settings_.flight_recorder_size < 1) return InvalidArgumentError("flight_recorder_size must be >= 1");
   RM_RETURN_IF_ERROR(settings_.defaults.Validate());
+  if (!settings_.job_key.empty() &&
+      (settings_.job_key.size() < kMinKeyBytes || settings_.job_key.size() > kMaxKeyBytes)) {
+    return InvalidArgumentError("job_key: must be " + std::to_string(kMinKeyBytes) + " to " +
+                                std::to_string(kMaxKeyBytes) + " bytes, got " +
+                                std::to_string(settings_.job_key.size()));
+  }
   for (const auto& m : settings_.group.members) {
     std::string h;
     int p;
@@ -59,8 +67,9 @@ Status CommunicatorImpl::Start() {
   if (!own_port.ok()) return own_port.status();
   if (size_ > 1) {
     InstallTerminationHook();
-    service_ = std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds);
-    auto server = ServeControl(service_.get(), *own_port, names_[rank_]);
+    service_ =
+        std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds, &key_, &refusals_);
+    auto server = ServeControl(service_.get(), *own_port, names_[rank_], size_);
     if (!server.ok()) return server.status();
     server_ = std::move(*server);
   }
@@ -88,6 +97,8 @@ Status CommunicatorImpl::Form() {
   mc.leader_port = leader_port.ok() ? *leader_port : 0;
   mc.channels = settings_.streams + 1;  // 0: control, 1..streams: data
   mc.timeout_s = settings_.formation_timeout_seconds;
+  mc.key = &key_;
+  mc.refusals = &refusals_;
   auto mesh = FormMesh(mc, service_.get());
   if (!mesh.ok()) return mesh.status();
   incarnation_ = mesh->incarnation;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "auth.h"
 #include "executor.h"
 #include "ringmaster/communicator.h"
 
@@ -65,6 +66,8 @@ class CommunicatorImpl {
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<FlightRecorder> recorder_;
+  JobKey key_;
+  RefusalLog refusals_;
 
   mutable std::mutex mu_;               // executor_
   std::shared_ptr<Executor> executor_;  // the current formation (null: none)

@@ -237,7 +237,7 @@ void Group::MonitorLoop() {
     std::lock_guard<std::mutex> lock(mu_);
     fds = control_fds_;
   }
-  std::vector<std::string> buf(static_cast<size_t>(n));
+  std::vector<ControlFrameParser> parsers(static_cast<size_t>(n));
   std::vector<bool> closed(static_cast<size_t>(n), false);
   for (int p = 0; p < n; ++p) closed[p] = fds[p] < 0;
   Clock::time_point next_hb = config_.clock->Now();
@@ -267,7 +267,15 @@ void Group::MonitorLoop() {
       if (!pfds[i].revents) continue;
       const int p = who[i];
       char tmp[4096];
-      ssize_t r = ::recv(fds[p], tmp, sizeof tmp, 0);
+      // Never more than one frame buffered per peer: what does not fit
+      // waits in the socket (and a peer that floods stalls only itself).
+      const size_t room = std::min(sizeof tmp, parsers[p].Room());
+      if (room == 0) {  // only after a bad frame (the parser is then closed)
+        closed[p] = true;
+        Run([&](GroupState& s) { return s.ProtocolError(p); });
+        continue;
+      }
+      ssize_t r = ::recv(fds[p], tmp, room, 0);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
         closed[p] = true;
         const std::string how = HowFromErrno(r == 0 ? 0 : errno);
@@ -279,24 +287,20 @@ void Group::MonitorLoop() {
         std::lock_guard<std::mutex> lock(mu_);
         state_.HeardFrom(p, config_.clock->Now());
       }
-      buf[p].append(tmp, static_cast<size_t>(r));
-      while (buf[p].size() >= sizeof(ControlHeader)) {
-        ControlHeader h;
-        std::memcpy(&h, buf[p].data(), sizeof h);
-        if (h.magic != kControlMagic || h.length > kMaxControlText || h.type < kHeartbeat ||
-            h.type > kLastControlType) {
-          closed[p] = true;
-          Run([&](GroupState& s) { return s.ProtocolError(p); });
-          break;
-        }
-        if (buf[p].size() < sizeof h + h.length) break;
-        std::string body = buf[p].substr(sizeof h, h.length);
-        buf[p].erase(0, sizeof h + h.length);
+      parsers[p].Feed(tmp, static_cast<size_t>(r));
+      ControlHeader h;
+      std::string body;
+      ControlFrameParser::Result res;
+      while ((res = parsers[p].Next(&h, &body)) == ControlFrameParser::Result::kFrame) {
         OnFrame(p, h.type, h.code, body);
         if (h.type == kGoodbye) {
           closed[p] = true;
           break;
         }
+      }
+      if (res == ControlFrameParser::Result::kError) {
+        closed[p] = true;
+        Run([&](GroupState& s) { return s.ProtocolError(p); });
       }
     }
   }

@@ -193,4 +193,14 @@ void CloseFd(int& fd) {
   fd = -1;
 }
 
+std::string AddressText(const sockaddr_storage& addr) {
+  char buf[INET6_ADDRSTRLEN] = "?";
+  if (addr.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(addr).sin_addr, buf, sizeof buf);
+  } else if (addr.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(addr).sin6_addr, buf, sizeof buf);
+  }
+  return buf;
+}
+
 }  // namespace ringmaster::internal

@@ -8,6 +8,8 @@
 
 #include "ringmaster/status.h"
 
+struct sockaddr_storage;
+
 namespace ringmaster::internal {
 
 using Clock = std::chrono::steady_clock;
@@ -32,5 +34,7 @@ void TuneDataSocket(int fd);  // TCP_NODELAY
 Status WriteAll(int fd, const void* data, size_t n, Deadline deadline);
 Status ReadAll(int fd, void* data, size_t n, Deadline deadline);
 void CloseFd(int& fd);
+// The host part of a peer's address ("10.0.0.7", "::1"), for logs.
+std::string AddressText(const sockaddr_storage& addr);
 
 }  // namespace ringmaster::internal

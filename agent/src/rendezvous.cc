@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "handshake.h"
 #include "verdict.h"
 
 namespace ringmaster::internal {
@@ -45,35 +46,97 @@ bool AgentService::MaybeCompleteLocked() {
   return true;
 }
 
-grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest* req,
-                                pb::JoinResponse* resp) {
-  const int n = static_cast<int>(names_.size());
-  if (rank_ != 0) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, names_[rank_] + " is not the leader (rank 0)");
-  }
-  if (req->group_size() != n) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "group_size " + std::to_string(req->group_size()) + " != " + std::to_string(n));
-  }
-  if (req->rank() <= 0 || req->rank() >= n) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "rank " + std::to_string(req->rank()) + " out of range");
-  }
-  if (req->task_name() != names_[req->rank()]) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "rank " + std::to_string(req->rank()) + " is " +
-                                                                names_[req->rank()] + ", not '" +
-                                                                req->task_name().substr(0, 200) + "'");
-  }
-  if (req->data_port() <= 0 || req->data_port() > 65535) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "data_port out of range");
-  }
-  std::string peer = ctx->peer();  // "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555"
+namespace {
+
+// "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555" -> "127.0.0.1" / "::1".
+std::string PeerHost(const std::string& peer) {
   std::string host;
   if (auto c = peer.find(':'); c != std::string::npos) {
     host = peer.substr(c + 1);
     if (auto last = host.rfind(':'); last != std::string::npos) host = host.substr(0, last);
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   }
+  return host;
+}
+
+grpc::Status ToGrpc(const Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+}
+
+}  // namespace
+
+Status CheckJoin(const pb::JoinRequest& req, const std::vector<std::string>& names, const JobKey& key,
+                 NonceBook& nonces, Clock::time_point now) {
+  const int n = static_cast<int>(names.size());
+  if (req.group_size() != n) {
+    return InvalidArgumentError("group_size " + std::to_string(req.group_size()) +
+                                " != " + std::to_string(n));
+  }
+  if (req.rank() <= 0 || req.rank() >= n) {
+    return InvalidArgumentError("rank " + std::to_string(req.rank()) + " out of range");
+  }
+  if (req.task_name() != names[req.rank()]) {
+    return InvalidArgumentError("rank " + std::to_string(req.rank()) + " is " + names[req.rank()] +
+                                ", not '" + req.task_name().substr(0, 200) + "'");
+  }
+  if (req.data_port() <= 0 || req.data_port() > 65535) return InvalidArgumentError("data_port out of range");
+  if (key.empty()) return OkStatus();
+  if (req.proof().empty()) {
+    return UnauthenticatedError(req.task_name() + " has no job key and the leader requires one");
+  }
+  if (!nonces.Redeem(req.server_nonce(), now)) {
+    return UnauthenticatedError("an unknown or expired challenge (ask again)");
+  }
+  if (req.client_nonce().size() != kNonceBytes ||
+      !key.Verify(req.proof(), "join",
+                  {req.server_nonce(), req.client_nonce(), U64(static_cast<uint64_t>(req.rank())),
+                   U64(static_cast<uint64_t>(req.group_size())), req.task_name(),
+                   U64(static_cast<uint64_t>(req.data_port())), U64(req.process_id())})) {
+    return UnauthenticatedError("the proof of " + req.task_name().substr(0, 200) +
+                                " does not match the leader's job key (a different key)");
+  }
+  return OkStatus();
+}
+
+Mac TableProof(const JobKey& key, const pb::JoinRequest& req, const pb::JoinResponse& table) {
+  std::string members;
+  for (const auto& m : table.members()) {
+    members += U64(static_cast<uint64_t>(m.rank())) + U64(m.task_name().size()) + m.task_name() +
+               U64(m.data_host().size()) + m.data_host() + U64(static_cast<uint64_t>(m.data_port())) +
+               U64(m.process_id());
+  }
+  return key.Sign("join-ok", {req.server_nonce(), req.client_nonce(), U64(table.incarnation()), members});
+}
+
+Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce) {
+  return key.Sign("status", {server_nonce, client_nonce});
+}
+
+grpc::Status AgentService::Refuse(grpc::ServerContext* ctx, const Status& why) {
+  refusals_->Refuse(PeerHost(ctx->peer()), why.message());
+  return ToGrpc(why);
+}
+
+grpc::Status AgentService::Challenge(grpc::ServerContext*, const pb::ChallengeRequest*,
+                                     pb::ChallengeResponse* resp) {
+  resp->set_key_required(!key_->empty());
+  if (!key_->empty()) {
+    Nonce n = nonces_.Issue(Clock::now());
+    resp->set_server_nonce(n.data(), n.size());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest* req,
+                                pb::JoinResponse* resp) {
+  if (rank_ != 0) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, names_[rank_] + " is not the leader (rank 0)");
+  }
+  // Nothing below runs, and no state changes, for a request that fails here.
+  if (Status st = CheckJoin(*req, names_, *key_, nonces_, Clock::now()); !st.ok()) {
+    return st.code() == StatusCode::kUnauthenticated ? Refuse(ctx, st) : ToGrpc(st);
+  }
+  const std::string host = PeerHost(ctx->peer());
   pb::Member m;
   m.set_rank(req->rank());
   m.set_task_name(req->task_name());
@@ -96,6 +159,10 @@ grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest*
       cv_.wait_until(lock, limit, [&] { return round_ > my_round || shutdown_ || ctx->IsCancelled(); });
   if (done && round_ > my_round && results_.count(my_round)) {
     *resp = results_[my_round];
+    if (!key_->empty()) {
+      Mac proof = TableProof(*key_, *req, *resp);
+      resp->set_proof(proof.data(), proof.size());
+    }
     return grpc::Status::OK;
   }
   std::string missing = MissingLocked();
@@ -108,9 +175,16 @@ grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest*
                       "group formation timed out: missing " + missing + " (at the leader " + names_[0] + ")");
 }
 
-grpc::Status AgentService::GetStatus(grpc::ServerContext*, const pb::StatusRequest*,
+grpc::Status AgentService::GetStatus(grpc::ServerContext* ctx, const pb::StatusRequest* req,
                                      pb::StatusResponse* resp) {
+  if (!key_->empty()) {
+    // Nothing, not even our name, to a caller that does not prove the key.
+    const bool ok = nonces_.Redeem(req->server_nonce(), Clock::now()) &&
+                    key_->Verify(req->proof(), "status", {req->server_nonce(), req->client_nonce()});
+    if (!ok) return Refuse(ctx, UnauthenticatedError("GetStatus needs the job key"));
+  }
   std::lock_guard<std::mutex> lock(mu_);
+  resp->set_refused(refusals_->count());
   resp->set_rank(rank_);
   resp->set_task_name(names_[rank_]);
   resp->set_incarnation(incarnation_);
@@ -148,14 +222,24 @@ void AgentService::Shutdown() {
   cv_.notify_all();
 }
 
-StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port,
-                                                     const std::string& task) {
+StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
+                                                     int members) {
   grpc::ServerBuilder builder;
   int selected = 0;
   builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
   builder.RegisterService(service);
   builder.SetMaxReceiveMessageSize(64 * 1024);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Bounded under abuse: a connection must finish HTTP/2's handshake within
+  // 2 s and is closed after 5 s without a call; all of it within 32 MiB and
+  // enough threads for every member's Join (each waits for the round) plus
+  // a few callers.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 2000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5000);
+  grpc::ResourceQuota quota("ringmaster-agent");
+  quota.Resize(32 << 20);
+  quota.SetMaxThreads(std::max(16, 2 * members + 8));
+  builder.SetResourceQuota(quota);
   auto server = builder.BuildAndStart();
   if (server && selected != 0) return server;
   // gRPC logs the cause but returns none: bind the port ourselves to learn
@@ -184,6 +268,8 @@ namespace {
 // leader is not there yet or going away, until the formation deadline.
 StatusOr<pb::JoinResponse> JoinLeader(const MeshConfig& c, int data_port) {
   const std::string& leader_host = c.hosts[0];
+  const std::string& me = c.names[c.rank];
+  const std::string& leader = c.names[0];
   std::string target = leader_host + ":" + std::to_string(c.leader_port);
   if (leader_host.find(':') != std::string::npos)
     target = "[" + leader_host + "]:" + std::to_string(c.leader_port);
@@ -196,7 +282,7 @@ StatusOr<pb::JoinResponse> JoinLeader(const MeshConfig& c, int data_port) {
   pb::JoinRequest req;
   req.set_rank(c.rank);
   req.set_group_size(static_cast<int>(c.names.size()));
-  req.set_task_name(c.names[c.rank]);
+  req.set_task_name(me);
   req.set_data_port(data_port);
   req.set_process_id(c.process_id);
   const auto wall_deadline =
@@ -205,92 +291,195 @@ StatusOr<pb::JoinResponse> JoinLeader(const MeshConfig& c, int data_port) {
   pb::JoinResponse table;
   grpc::Status st;
   while (true) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(wall_deadline);
-    ctx.set_wait_for_ready(true);
-    st = stub->Join(&ctx, req, &table);
-    if (st.error_code() != grpc::StatusCode::UNAVAILABLE && st.error_code() != grpc::StatusCode::CANCELLED)
-      break;
+    // A fresh challenge per attempt; then Join, proving the key over it.
+    pb::ChallengeResponse challenge;
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(wall_deadline);
+      ctx.set_wait_for_ready(true);
+      st = stub->Challenge(&ctx, pb::ChallengeRequest(), &challenge);
+    }
+    if (st.ok()) {
+      if (challenge.key_required() && c.key->empty()) {
+        return UnauthenticatedError("group formation: the leader " + leader + " requires the job key and " +
+                                    me + " has none (RINGMASTER_JOB_KEY_FILE is not set)");
+      }
+      if (!challenge.key_required() && !c.key->empty()) {
+        return UnauthenticatedError("group formation: the leader " + leader + " has no job key but " + me +
+                                    " has one (RINGMASTER_JOB_KEY_FILE): the members were started with "
+                                    "different keys");
+      }
+      if (!c.key->empty()) {
+        Nonce mine = FreshNonce();
+        req.set_server_nonce(challenge.server_nonce());
+        req.set_client_nonce(mine.data(), mine.size());
+        Mac proof = c.key->Sign(
+            "join", {req.server_nonce(), req.client_nonce(), U64(static_cast<uint64_t>(c.rank)),
+                     U64(c.names.size()), me, U64(static_cast<uint64_t>(data_port)), U64(c.process_id)});
+        req.set_proof(proof.data(), proof.size());
+      }
+      grpc::ClientContext ctx;
+      ctx.set_deadline(wall_deadline);
+      ctx.set_wait_for_ready(true);
+      st = stub->Join(&ctx, req, &table);
+    }
+    // A leader that is going away (a restart of the group), or whose
+    // challenge expired under a flood, is asked again until the deadline.
+    const bool again = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                       st.error_code() == grpc::StatusCode::CANCELLED ||
+                       (st.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
+                        st.error_message().find("challenge") != std::string::npos);
+    if (!again) break;
     if (std::chrono::system_clock::now() + std::chrono::milliseconds(200) >= wall_deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  if (st.ok()) return table;
+  if (st.ok()) {
+    if (!c.key->empty() && !MacEquals(TableProof(*c.key, req, table), table.proof())) {
+      return UnauthenticatedError("group formation: the answer from " + target +
+                                  " does not prove the job key: "
+                                  "it is not the leader of this job");
+    }
+    return table;
+  }
   if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     if (st.error_message().rfind("group formation", 0) == 0) return DeadlineExceededError(st.error_message());
     return DeadlineExceededError("group formation timed out after " + FormatSeconds(c.timeout_s) +
-                                 ": missing " + c.names[0] + " (the leader at " + target +
-                                 " did not answer)");
+                                 ": missing " + leader + " (the leader at " + target + " did not answer)");
   }
-  return Status(static_cast<StatusCode>(st.error_code()), "group formation: the leader " + c.names[0] +
-                                                              " at " + target + " refused " +
-                                                              c.names[c.rank] + ": " + st.error_message());
+  return Status(static_cast<StatusCode>(st.error_code()), "group formation: the leader " + leader + " at " +
+                                                              target + " refused " + me + ": " +
+                                                              st.error_message());
 }
 
-// The mesh: the higher rank connects, once per channel, and says who it is;
-// the lower one accepts, checks, and acknowledges.
+// Our side of one connection to a lower rank: Hello, check its Challenge,
+// Proof, Ack (handshake.h).
+StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const pb::JoinResponse& table, int p,
+                        int ch, Deadline deadline) {
+  const std::string& peer = c.names[p];
+  auto fd = ConnectWithRetry(c.hosts[p], table.members(p).data_port(), deadline);
+  if (!fd.ok())
+    return UnavailableError("group formation: cannot reach " + peer + ": " + fd.status().message());
+  int sock = *fd;
+  const Hello hello = MakeHello(view, p, ch, FreshNonce());
+  Challenge challenge{};
+  Proof proof{};
+  Ack ack{};
+  Status st = WriteAll(sock, &hello, sizeof hello, deadline);
+  if (st.ok()) st = ReadAll(sock, &challenge, sizeof challenge, deadline);
+  if (st.ok()) st = CheckChallenge(view, hello, challenge, peer, &proof);
+  if (st.ok()) st = WriteAll(sock, &proof, sizeof proof, deadline);
+  if (st.ok()) st = ReadAll(sock, &ack, sizeof ack, deadline);
+  if (st.ok() && (ack.magic != kAckMagic || ack.code != 0)) st = UnauthenticatedError("");
+  if (!st.ok()) {
+    CloseFd(sock);
+    if (st.code() == StatusCode::kUnauthenticated && st.message().empty()) {
+      return UnauthenticatedError("group formation: " + peer +
+                                  " did not accept our proof of the job key (the "
+                                  "members were started with different keys)");
+    }
+    if (st.code() == StatusCode::kUnauthenticated)
+      return UnauthenticatedError("group formation: " + st.message());
+    return UnavailableError("group formation: " + peer + " rejected our data connection: " + st.message());
+  }
+  return sock;
+}
+
+// One stranger's connection while it says who it is.
+struct PendingHandshake {
+  int fd;
+  std::string host;
+  Deadline until;
+  HandshakeAcceptor hs;
+};
+
+// The mesh: the higher rank connects, once per channel, and authenticates;
+// the lower one accepts, handling every pending handshake at once (a slow or
+// hostile connection holds up nobody else).
 Status ConnectMesh(const MeshConfig& c, const pb::JoinResponse& table, int listen_fd, Deadline deadline,
                    std::vector<std::vector<int>>& conns) {
   const int rank = c.rank, size = static_cast<int>(c.names.size()), channels = c.channels;
-  const uint64_t incarnation = table.incarnation();
+  const MeshView view{c.key, table.incarnation(), rank, size, channels};
   for (int p = 0; p < rank; ++p) {
-    const auto& m = table.members(p);
     for (int ch = 0; ch < channels; ++ch) {
-      auto fd = ConnectWithRetry(c.hosts[p], m.data_port(), deadline);
-      if (!fd.ok())
-        return UnavailableError("group formation: cannot reach " + c.names[p] + ": " + fd.status().message());
+      auto fd = ConnectTo(c, view, table, p, ch, deadline);
+      if (!fd.ok()) return fd.status();
       conns[p][ch] = *fd;
-      Hello hello{kHelloMagic,
-                  kProtocolVersion,
-                  incarnation,
-                  static_cast<uint32_t>(rank),
-                  static_cast<uint32_t>(p),
-                  static_cast<uint32_t>(ch),
-                  static_cast<uint32_t>(size)};
-      RM_RETURN_IF_ERROR(WriteAll(*fd, &hello, sizeof hello, deadline));
     }
   }
   int expected = (size - 1 - rank) * channels;
+  std::vector<PendingHandshake> pending;
+  auto drop = [&](size_t i, const std::string& why) {
+    if (!why.empty()) c.refusals->Refuse(pending[i].host, why);
+    CloseFd(pending[i].fd);
+    pending.erase(pending.begin() + static_cast<long>(i));
+  };
   while (expected > 0) {
-    pollfd pf{listen_fd, POLLIN, 0};
-    int t = PollTimeoutMs(deadline);
-    if (t == 0 || ::poll(&pf, 1, t) == 0) {
+    const auto now = Clock::now();
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (now >= pending[i].until)
+        drop(i, "no complete handshake within " + FormatSeconds(kHandshakeSeconds));
+    }
+    if (now >= deadline) {
       std::string missing;
       for (int p = rank + 1; p < size; ++p) {
         if (std::find(conns[p].begin(), conns[p].end(), -1) != conns[p].end())
           missing += (missing.empty() ? "" : ", ") + c.names[p];
       }
+      for (size_t i = pending.size(); i-- > 0;) drop(i, "");
       return DeadlineExceededError("group formation timed out after " + FormatSeconds(c.timeout_s) +
                                    ": no data connection from " + missing);
     }
-    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) continue;
-    Hello hello{};
-    // A stranger gets two seconds to say hello; garbage is dropped.
-    Deadline hd = std::min(deadline, DeadlineAfter(2.0));
-    bool ok =
-        ReadAll(fd, &hello, sizeof hello, hd).ok() && hello.magic == kHelloMagic &&
-        hello.version == kProtocolVersion && hello.incarnation == incarnation &&
-        hello.to_rank == static_cast<uint32_t>(rank) && hello.group_size == static_cast<uint32_t>(size) &&
-        hello.from_rank > static_cast<uint32_t>(rank) && hello.from_rank < static_cast<uint32_t>(size) &&
-        hello.channel < static_cast<uint32_t>(channels) && conns[hello.from_rank][hello.channel] < 0;
-    uint32_t ack[2] = {kAckMagic, 0};
-    if (!ok || !WriteAll(fd, ack, sizeof ack, hd).ok()) {
-      ::close(fd);
-      continue;
+    std::vector<pollfd> pfds;
+    Deadline wake = deadline;
+    for (const auto& h : pending) {
+      pfds.push_back({h.fd, POLLIN, 0});
+      wake = std::min(wake, h.until);
     }
-    conns[hello.from_rank][hello.channel] = fd;
-    --expected;
-  }
-  for (int p = 0; p < rank; ++p) {
-    for (int ch = 0; ch < channels; ++ch) {
-      uint32_t ack[2] = {0, 1};
-      Status r = ReadAll(conns[p][ch], ack, sizeof ack, deadline);
-      if (!r.ok() || ack[0] != kAckMagic || ack[1] != 0) {
-        return UnavailableError("group formation: " + c.names[p] + " rejected our data connection" +
-                                (r.ok() ? std::string() : ": " + r.message()));
+    const bool room = pending.size() < kMaxPendingHandshakes;  // else new ones wait in the backlog
+    if (room) pfds.push_back({listen_fd, POLLIN, 0});
+    if (::poll(pfds.data(), pfds.size(), PollTimeoutMs(wake)) <= 0) continue;
+    // Handshakes first (in reverse, so erasing keeps the indices below valid).
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (!pfds[i].revents) continue;
+      auto& h = pending[i];
+      char buf[sizeof(Hello)];
+      ssize_t r = ::recv(h.fd, buf, std::min(sizeof buf, h.hs.Need()), 0);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        drop(i, "closed during the handshake");
+        continue;
+      }
+      if (r < 0) continue;
+      auto step = h.hs.Feed(std::string_view(buf, static_cast<size_t>(r)));
+      if (step.kind == HandshakeAcceptor::Kind::kNeedMore) continue;
+      if (step.kind == HandshakeAcceptor::Kind::kAccepted && conns[h.hs.from()][h.hs.channel()] >= 0) {
+        step = {HandshakeAcceptor::Kind::kRejected, "",
+                "a second connection for the same member and channel"};
+      }
+      const Deadline write_by = std::min(h.until, deadline);
+      if (!step.reply.empty() && !WriteAll(h.fd, step.reply.data(), step.reply.size(), write_by).ok()) {
+        drop(i, step.kind == HandshakeAcceptor::Kind::kRejected ? step.why : "closed during the handshake");
+        continue;
+      }
+      if (step.kind == HandshakeAcceptor::Kind::kRejected) {
+        drop(i, step.why);
+      } else if (step.kind == HandshakeAcceptor::Kind::kAccepted) {
+        conns[h.hs.from()][h.hs.channel()] = h.fd;
+        pending.erase(pending.begin() + static_cast<long>(i));
+        --expected;
+      }
+    }
+    if (room && pfds.back().revents) {
+      while (pending.size() < kMaxPendingHandshakes) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof addr;
+        int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        pending.push_back(
+            {fd, AddressText(addr), DeadlineAfter(kHandshakeSeconds), HandshakeAcceptor(view, FreshNonce())});
       }
     }
   }
+  for (size_t i = pending.size(); i-- > 0;) drop(i, "");
   return OkStatus();
 }
 

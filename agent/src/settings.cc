@@ -4,6 +4,7 @@
 // here they only become settings.
 #include <cstdlib>
 
+#include "auth.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/replica_env.h"
 
@@ -32,6 +33,11 @@ StatusOr<CommunicatorSettings> CommunicatorSettings::FromEnvironment() {
   s.flight_recorder_size = env->flight_recorder_size.value_or(s.flight_recorder_size);
   s.flight_recorder_dir = env->flight_recorder_dir.value_or("");
   s.termination_log = env->termination_log.value_or("");
+  if (env->job_key_file) {
+    auto key = internal::ReadJobKeyFile(*env->job_key_file);
+    if (!key.ok()) return key.status();
+    s.job_key = std::move(*key);
+  }
   return s;
 }
 

@@ -111,12 +111,16 @@ Status TcpTransport::Progress(bool* moved) {
       r.done += static_cast<size_t>(got);
       if (!had_header && r.done >= kHdr) {
         const WireHeader& h = r.hdr;
-        if (h.magic != kDataMagic || h.seq != seq_ || h.tag != r.tag || h.length != r.bytes) {
+        if (h.magic != kDataMagic) {
+          return InternalError("protocol error from " + hooks_.peer_name(p) + " in collective #" +
+                               std::to_string(seq_) + ": not a Ringmaster data frame");
+        }
+        if (h.seq != seq_ || h.tag != r.tag || h.length != r.bytes) {
           return InternalError("protocol error from " + hooks_.peer_name(p) + ": expected collective #" +
                                std::to_string(seq_) + " tag " + std::to_string(r.tag) + " with " +
-                               std::to_string(r.bytes) + " bytes, got magic " + std::to_string(h.magic) +
-                               " collective #" + std::to_string(h.seq) + " tag " + std::to_string(h.tag) +
-                               " with " + std::to_string(h.length) + " bytes");
+                               std::to_string(r.bytes) + " bytes, got collective #" + std::to_string(h.seq) +
+                               " tag " + std::to_string(h.tag) + " with " + std::to_string(h.length) +
+                               " bytes");
         }
       }
       if (r.done == kHdr + r.bytes) {

@@ -6,21 +6,53 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "auth.h"
 
 namespace ringmaster::internal {
 
-inline constexpr uint32_t kHelloMagic = 0x31484d52;    // "RMH1"
-inline constexpr uint32_t kAckMagic = 0x31414d52;      // "RMA1"
-inline constexpr uint32_t kControlMagic = 0x31434d52;  // "RMC1"
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kHelloMagic = 0x32484d52;      // "RMH2"
+inline constexpr uint32_t kChallengeMagic = 0x324e4d52;  // "RMN2"
+inline constexpr uint32_t kProofMagic = 0x32504d52;      // "RMP2"
+inline constexpr uint32_t kAckMagic = 0x32414d52;        // "RMA2"
+inline constexpr uint32_t kControlMagic = 0x31434d52;    // "RMC1"
+inline constexpr uint32_t kProtocolVersion = 2;
 inline constexpr uint32_t kMaxControlText = 4096;
 
+// The data-plane handshake, once per connection at formation (handshake.h):
+//   connector -> Hello (who it is, its nonce)
+//   acceptor  -> Challenge (its nonce, its proof of the key)
+//   connector -> Proof (its proof of the key)
+//   acceptor  -> Ack
+inline constexpr uint32_t kHelloHasKey = 1;  // Hello::flags: the connector holds a job key
 struct Hello {
   uint32_t magic, version;
   uint64_t incarnation;
   uint32_t from_rank, to_rank, channel, group_size;
+  uint32_t flags, reserved;
+  Nonce client_nonce;
 };
-static_assert(sizeof(Hello) == 32);
+static_assert(sizeof(Hello) == 56);
+
+enum ChallengeStatus : uint32_t { kChallengeOk = 0, kKeyRequired = 1, kKeyUnexpected = 2 };
+struct Challenge {
+  uint32_t magic, status;
+  Nonce server_nonce;
+  Mac proof;
+};
+static_assert(sizeof(Challenge) == 56);
+
+struct Proof {
+  uint32_t magic, reserved;
+  Mac proof;
+};
+static_assert(sizeof(Proof) == 40);
+
+struct Ack {
+  uint32_t magic, code;
+};
+static_assert(sizeof(Ack) == 8);
 
 enum ControlType : uint32_t {
   kHeartbeat = 1,
@@ -34,6 +66,23 @@ struct ControlHeader {
   uint32_t magic, type, code, length;
 };
 static_assert(sizeof(ControlHeader) == 16);
+
+// Splits a control connection's byte stream into frames. Bounded: it holds
+// at most one frame (header + kMaxControlText); a bad header is an error,
+// after which it yields nothing more.
+class ControlFrameParser {
+ public:
+  enum class Result { kNeedMore, kFrame, kError };
+  void Feed(const char* data, size_t n) { buf_.append(data, n); }
+  // The next whole frame, if any.
+  Result Next(ControlHeader* header, std::string* body);
+  // How many bytes Feed may take now without exceeding the bound.
+  size_t Room() const;
+
+ private:
+  std::string buf_;
+  bool broken_ = false;
+};
 
 struct ProgressQueryWire {
   uint64_t seq;

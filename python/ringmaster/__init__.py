@@ -28,6 +28,7 @@ from ._errors import (  # noqa: E402
     InvalidArgumentError,
     RingmasterError,
     UnavailableError,
+    UnauthenticatedError,
     UnimplementedError,
     UnknownError,
     error_from_code,
@@ -39,7 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbortedError", "CancelledError", "CommunicationOptions", "Communicator",
     "DeadlineExceededError", "FailedPreconditionError", "Handle", "InternalError",
-    "InvalidArgumentError", "RingmasterError", "UnavailableError", "UnimplementedError",
+    "InvalidArgumentError", "RingmasterError", "UnauthenticatedError", "UnavailableError", "UnimplementedError",
     "UnknownError", "default_communicator", "error_from_code", "include_dir", "init",
     "library_path", "shutdown",
 ]

@@ -53,6 +53,12 @@ class UnavailableError(RingmasterError):
     code = 14
 
 
+class UnauthenticatedError(RingmasterError):
+    """A member or peer that does not prove the job's key (RINGMASTER_JOB_KEY_FILE)."""
+
+    code = 16
+
+
 _BY_CODE: Dict[int, Type[RingmasterError]] = {
     cls.code: cls
     for cls in (
@@ -65,6 +71,7 @@ _BY_CODE: Dict[int, Type[RingmasterError]] = {
         UnimplementedError,
         InternalError,
         UnavailableError,
+        UnauthenticatedError,
     )
 }
 

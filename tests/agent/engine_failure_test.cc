@@ -269,17 +269,24 @@ TEST(Hostile, GarbageOnTheDataPortIsRejected) {
   const int data_port = table.members(0).data_port();
   const uint64_t inc = table.incarnation();
   using internal::Hello;
+  // The whole handshake of a member without a key (the group has none).
   auto send_hello = [&](Hello h, bool expect_ack) {
     int fd = ConnectLocal(data_port);
     EXPECT_GE(fd, 0);
     EXPECT_TRUE(internal::WriteAll(fd, &h, sizeof h, internal::DeadlineAfter(5)).ok());
-    uint32_t ack[2] = {0, 0};
-    Status r = internal::ReadAll(fd, ack, sizeof ack, internal::DeadlineAfter(5));
+    internal::Challenge c{};
+    Status r = internal::ReadAll(fd, &c, sizeof c, internal::DeadlineAfter(5));
     EXPECT_EQ(r.ok(), expect_ack) << r.ToString();
-    if (expect_ack) {
-      EXPECT_EQ(ack[0], internal::kAckMagic);
+    if (!expect_ack) {
+      ::close(fd);
+      return -1;
     }
-    if (!expect_ack) ::close(fd);
+    EXPECT_EQ(c.magic, internal::kChallengeMagic);
+    internal::Proof p{internal::kProofMagic, 0, {}};
+    EXPECT_TRUE(internal::WriteAll(fd, &p, sizeof p, internal::DeadlineAfter(5)).ok());
+    internal::Ack ack{};
+    EXPECT_TRUE(internal::ReadAll(fd, &ack, sizeof ack, internal::DeadlineAfter(5)).ok());
+    EXPECT_EQ(ack.magic, internal::kAckMagic);
     return fd;
   };
   {
@@ -290,7 +297,7 @@ TEST(Hostile, GarbageOnTheDataPortIsRejected) {
     EXPECT_LE(::recv(fd, &c, 1, 0), 0);  // the leader hangs up
     ::close(fd);
   }
-  Hello good{internal::kHelloMagic, internal::kProtocolVersion, inc, 1, 0, 0, 2};
+  Hello good{internal::kHelloMagic, internal::kProtocolVersion, inc, 1, 0, 0, 2, 0, 0, {}};
   Hello wrong_inc = good;
   wrong_inc.incarnation = inc + 1;
   send_hello(wrong_inc, false);

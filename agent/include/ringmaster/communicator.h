@@ -90,6 +90,12 @@ struct CommunicatorSettings {
   // empty: /dev/termination-log when it exists (a Kubernetes container).
   std::string termination_log;
 
+  // The job's key (raw bytes, 16 to 4096): every member proves it holds it
+  // before it may join, read status or connect (docs/design.md). Empty: no
+  // authentication, which every member must then agree on. FromEnvironment
+  // reads it from the file RINGMASTER_JOB_KEY_FILE names.
+  std::string job_key;
+
   static StatusOr<CommunicatorSettings> FromEnvironment();
   // RINGMASTER_PORT's value: "" (none), one port, or one per member.
   static StatusOr<std::vector<int>> ParseControlPorts(std::string_view value, size_t members);

@@ -22,7 +22,8 @@ typedef enum {
   RM_ABORTED = 10,
   RM_UNIMPLEMENTED = 12,
   RM_INTERNAL = 13,
-  RM_UNAVAILABLE = 14
+  RM_UNAVAILABLE = 14,
+  RM_UNAUTHENTICATED = 16
 } rm_status_code;
 
 typedef enum {

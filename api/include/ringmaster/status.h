@@ -25,6 +25,7 @@ enum class StatusCode : int {
   kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,
+  kUnauthenticated = 16,  // a peer that does not prove the job's key
 };
 
 // "InvalidArgument", "DeadlineExceeded", ... (TF's spelling).
@@ -80,6 +81,9 @@ inline Status UnavailableError(std::string m) {
 }
 inline Status CancelledError(std::string m) {
   return {StatusCode::kCancelled, std::move(m)};
+}
+inline Status UnauthenticatedError(std::string m) {
+  return {StatusCode::kUnauthenticated, std::move(m)};
 }
 
 // A value or the Status that explains why there is none.
