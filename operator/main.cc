@@ -37,6 +37,8 @@ Work:
   --workers N                  concurrent reconciles              (env RINGMASTER_WORKERS, default 4)
   --resync-seconds N           periodic full resync               (default 300)
   --cluster-domain D           appended to TF_CONFIG addresses    (default none: "<pod>.<job>.<ns>.svc")
+  --network-policy[=true|false]  a NetworkPolicy per job: ingress to its pods only from its own pods
+                               (default false; enforced only by a network plugin that implements it)
 Leader election (coordination.k8s.io/v1 Lease):
   --leader-elect=true|false    (default true)
   --leader-election-namespace NS  (env POD_NAMESPACE, default ringmaster-system)
@@ -55,6 +57,7 @@ struct Flags {
   double qps = 50;
   int burst = 100;
   bool leader_elect = true;
+  bool network_policy = false;
   LeaderOptions leader;
   std::string metrics_address = ":8080";
 };
@@ -140,6 +143,10 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
       RM_RETURN_IF_ERROR(number(f.qps));
     } else if (arg == "--burst") {
       RM_RETURN_IF_ERROR(number(f.burst));
+    } else if (arg == "--network-policy") {
+      f.network_policy = !has_value || value == "true" || value == "1";
+      if (has_value && value != "true" && value != "false" && value != "1" && value != "0")
+        return InvalidArgumentError("--network-policy takes true or false");
     } else if (arg == "--leader-elect") {
       f.leader_elect = !has_value || value == "true" || value == "1";
       if (has_value && value != "true" && value != "false" && value != "1" && value != "0")
@@ -273,6 +280,7 @@ int main(int argc, char** argv) {
   options.workers = flags->workers;
   options.resync = std::chrono::seconds(flags->resync);
   options.build.cluster_domain = flags->cluster_domain;
+  options.build.network_policy = flags->network_policy;
   Controller controller(**client, **events_client, metrics, options);
   std::atomic<bool> leading{false};
   metrics.DeclareGauge("ringmaster_leader", "1 when this process holds the leader lease.");
@@ -300,7 +308,8 @@ int main(int argc, char** argv) {
   LogInfo("starting", {{"server", config->server},
                        {"workers", flags->workers},
                        {"namespaces", flags->namespaces},
-                       {"leader_elect", flags->leader_elect}});
+                       {"leader_elect", flags->leader_elect},
+                       {"network_policy", flags->network_policy}});
 
   int rc = 0;
   if (flags->leader_elect) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "ringmaster/status.h"
 
@@ -39,6 +40,8 @@ StatusOr<ClusterConfig> InClusterConfig(const GetEnvFn& getenv_fn, const ReadFil
 
 // Standard base64 (padding optional, whitespace ignored).
 StatusOr<std::string> Base64Decode(const std::string& text);
+// Standard base64 with padding (Secret data).
+std::string Base64Encode(std::string_view bytes);
 
 // The real file system and environment, for the shell.
 StatusOr<std::string> ReadWholeFile(const std::string& path);

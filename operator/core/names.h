@@ -29,6 +29,28 @@ inline constexpr char kTerminationMessagePolicy[] = "FallbackToLogsOnError";
 // without RINGMASTER_TERMINATION_LOG).
 inline constexpr char kDefaultTerminationMessagePath[] = "/dev/termination-log";
 
+// The job key (members authenticate each other with it): the Secret the
+// operator generates for a job without spec.communication.keySecretRef, its
+// item, and where every container finds it (RINGMASTER_JOB_KEY_FILE names
+// the file: the volume projects the one item as "key", whatever its name in
+// the Secret).
+inline constexpr char kJobKeyItem[] = "key";
+inline constexpr int kJobKeyBytes = 32;
+inline constexpr char kJobKeyVolume[] = "ringmaster-job-key";
+inline constexpr char kJobKeyMountPath[] = "/var/run/secrets/ringmaster.io/job-key";
+inline constexpr char kJobKeyFile[] = "/var/run/secrets/ringmaster.io/job-key/key";
+inline constexpr int kJobKeyFileMode = 0400;
+
+// "<job>-ringmaster-key": the generated key Secret.
+inline std::string KeySecretName(const std::string& job) {
+  return job + "-ringmaster-key";
+}
+
+// "<job>-ringmaster": the job's NetworkPolicy (--network-policy).
+inline std::string NetworkPolicyName(const std::string& job) {
+  return job + "-ringmaster";
+}
+
 // "<job>-<type>-<index>": deterministic, so a lagging cache cannot make a
 // second pod for one replica (the API server answers AlreadyExists).
 inline std::string PodName(const std::string& job, const ReplicaKey& key) {

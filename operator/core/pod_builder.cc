@@ -1,5 +1,8 @@
 #include "pod_builder.h"
 
+#include <algorithm>
+
+#include "kubeconfig.h"
 #include "names.h"
 #include "ringmaster/replica_env.h"
 
@@ -56,6 +59,80 @@ json OwnerReference(const DistributedJob& job) {
           {"controller", true},        {"blockOwnerDeletion", true}};
 }
 
+bool ControlledBy(const json& object, const std::string& uid) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return false;
+  auto refs = object["metadata"].find("ownerReferences");
+  if (refs == object["metadata"].end() || !refs->is_array()) return false;
+  for (const auto& ref : *refs) {
+    if (ref.is_object() && ref.value("controller", false)) return !uid.empty() && ref.value("uid", "") == uid;
+  }
+  return false;
+}
+
+std::string JobKeySecretName(const DistributedJob& job) {
+  return job.key_secret_ref ? job.key_secret_ref->name : KeySecretName(job.name);
+}
+
+std::optional<json> BuildKeySecret(const DistributedJob& job) {
+  if (job.key_secret_ref) return std::nullopt;
+  return json{{"apiVersion", "v1"},
+              {"kind", "Secret"},
+              {"metadata",
+               {{"name", KeySecretName(job.name)},
+                {"namespace", JobNamespace(job)},
+                {"labels", JobLabels(job)},
+                {"ownerReferences", json::array({OwnerReference(job)})}}},
+              {"type", "Opaque"}};
+}
+
+json WithJobKey(json secret, std::string_view key) {
+  secret["data"] = {{kJobKeyItem, Base64Encode(key)}};
+  return secret;
+}
+
+void AddJobKeyVolume(const DistributedJob& job, json& podspec) {
+  const std::string item = job.key_secret_ref ? job.key_secret_ref->key : kJobKeyItem;
+  json volume = {{"name", kJobKeyVolume},
+                 {"secret",
+                  {{"secretName", JobKeySecretName(job)},
+                   {"items", json::array({{{"key", item}, {"path", kJobKeyItem}}})},
+                   {"defaultMode", kJobKeyFileMode}}}};
+  if (!podspec.contains("volumes") || !podspec["volumes"].is_array()) podspec["volumes"] = json::array();
+  json& volumes = podspec["volumes"];
+  for (auto it = volumes.begin(); it != volumes.end();) {
+    it = it->is_object() && it->value("name", "") == kJobKeyVolume ? volumes.erase(it) : it + 1;
+  }
+  volumes.push_back(std::move(volume));
+  if (!podspec.contains("containers") || !podspec["containers"].is_array()) return;
+  for (auto& c : podspec["containers"]) {
+    if (!c.is_object()) continue;
+    if (!c.contains("volumeMounts") || !c["volumeMounts"].is_array()) c["volumeMounts"] = json::array();
+    json& mounts = c["volumeMounts"];
+    const bool taken = std::any_of(mounts.begin(), mounts.end(), [](const json& m) {
+      return m.is_object() &&
+             (m.value("mountPath", "") == kJobKeyMountPath || m.value("name", "") == kJobKeyVolume);
+    });
+    if (!taken)
+      mounts.push_back({{"name", kJobKeyVolume}, {"mountPath", kJobKeyMountPath}, {"readOnly", true}});
+  }
+}
+
+json BuildNetworkPolicy(const DistributedJob& job) {
+  return {
+      {"apiVersion", "networking.k8s.io/v1"},
+      {"kind", "NetworkPolicy"},
+      {"metadata",
+       {{"name", NetworkPolicyName(job.name)},
+        {"namespace", JobNamespace(job)},
+        {"labels", JobLabels(job)},
+        {"ownerReferences", json::array({OwnerReference(job)})}}},
+      {"spec",
+       {{"podSelector", {{"matchLabels", JobLabels(job)}}},
+        {"policyTypes", json::array({"Ingress"})},
+        {"ingress",
+         json::array({{{"from", json::array({{{"podSelector", {{"matchLabels", JobLabels(job)}}}}})}}})}}}};
+}
+
 StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts) {
   const ReplicaSpec* spec = job.Find(key.type);
   if (!spec || key.index < 0 || key.index >= spec->replicas) {
@@ -67,6 +144,8 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   env_opts.tf_config.cluster_domain = opts.cluster_domain;
   // Every pod has its own IP: one agent port (spec.port's neighbour) for all.
   env_opts.agent_ports.reset();
+  // The job key's volume (AddJobKeyVolume) projects its one item as "key".
+  env_opts.job_key_file = kJobKeyFile;
 
   BuiltPod out;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
@@ -130,6 +209,7 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
       c0["ports"].push_back({{"name", kAgentPortName}, {"containerPort", agent}, {"protocol", "TCP"}});
     }
   }
+  AddJobKeyVolume(job, podspec);
   pod["spec"] = std::move(podspec);
   out.pod = std::move(pod);
   return out;

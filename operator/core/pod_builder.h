@@ -3,7 +3,9 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ringmaster/job.h"
@@ -13,6 +15,9 @@ namespace ringmaster::op {
 
 struct BuildOptions {
   std::string cluster_domain;  // "" keeps TF_CONFIG addresses at "...svc"
+  // --network-policy: a NetworkPolicy per job admitting ingress to its pods
+  // only from its own pods.
+  bool network_policy = false;
 };
 
 struct BuiltPod {
@@ -26,7 +31,8 @@ std::string JobNamespace(const DistributedJob& job);
 
 // The pod of replica `key`, from the replica's template: name, labels,
 // controller ownerReference, hostname/subdomain, TF_CONFIG and RINGMASTER_*
-// in every container, the job's port, restartPolicy mapped for the kubelet
+// in every container, the job key's volume mounted into every container
+// (AddJobKeyVolume), the job's port, restartPolicy mapped for the kubelet
 // (ExitCode -> Never: the operator decides on restarts from the exit code).
 // InvalidArgument when the job has no such replica.
 StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts);
@@ -36,5 +42,35 @@ nlohmann::json BuildService(const DistributedJob& job);
 
 // The controller ownerReference to the job (needs metadata.uid).
 nlohmann::json OwnerReference(const DistributedJob& job);
+
+// Whether `object`'s controller ownerReference names `uid` (an object of the
+// same name left by an earlier job of the same name is not).
+bool ControlledBy(const nlohmann::json& object, const std::string& uid);
+
+// The Secret the job's pods take their key from: spec.communication
+// .keySecretRef's name, else the generated KeySecretName(job).
+std::string JobKeySecretName(const DistributedJob& job);
+
+// The key Secret the operator generates for a job without keySecretRef
+// (nullopt with one): type Opaque, labelled with the job, controlled by it
+// (garbage-collected with it), without its data: the shell adds the random
+// key with WithJobKey just before creating it, and never replaces one that
+// exists (the members would disagree).
+std::optional<nlohmann::json> BuildKeySecret(const DistributedJob& job);
+
+// `secret` with data.key = base64(key).
+nlohmann::json WithJobKey(nlohmann::json secret, std::string_view key);
+
+// Adds the job key's volume to `podspec` (the key Secret's one item, as the
+// file "key", mode 0400; a template volume of the same name is replaced) and
+// mounts it read-only at kJobKeyMountPath in every container that has no
+// mount there already.
+void AddJobKeyVolume(const DistributedJob& job, nlohmann::json& podspec);
+
+// The job's NetworkPolicy: selects its pods and admits ingress to them, on
+// every port, only from its own pods (ringmaster.io/job-name); controlled by
+// the job. Egress is untouched. Enforced only by a network plugin that
+// implements NetworkPolicy.
+nlohmann::json BuildNetworkPolicy(const DistributedJob& job);
 
 }  // namespace ringmaster::op

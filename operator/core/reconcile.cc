@@ -1,5 +1,6 @@
 #include "reconcile.h"
 
+#include <algorithm>
 #include <map>
 
 #include "names.h"
@@ -146,6 +147,20 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   if (service == nullptr && wants_pods) {
     plan.actions.push_back(
         {ApiActionKind::kCreateService, job.name, BuildService(job), "SuccessfulCreateService"});
+  }
+  const bool creates_pods = std::any_of(d.actions.begin(), d.actions.end(),
+                                        [](const Action& a) { return a.kind == ActionKind::kCreate; });
+  if (creates_pods) {
+    // What the pods need before they start: the key they mount, and the
+    // policy that fences them in.
+    if (auto secret = BuildKeySecret(job)) {
+      plan.actions.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
+                              "SuccessfulCreateKeySecret"});
+    }
+    if (opts.network_policy) {
+      plan.actions.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
+                              BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
+    }
   }
   for (const Action& a : d.actions) {
     switch (a.kind) {

@@ -16,12 +16,23 @@
 
 namespace ringmaster::op {
 
-enum class ApiActionKind { kCreateService, kCreatePod, kDeletePod, kDeleteJob };
+// kCreateKeySecret and kCreateNetworkPolicy come before the pods they serve,
+// whenever pods are to be created: the shell creates them first (one that
+// exists and is controlled by the job is fine; it is never replaced) and
+// creates no pod when either fails.
+enum class ApiActionKind {
+  kCreateService,
+  kCreateKeySecret,
+  kCreateNetworkPolicy,
+  kCreatePod,
+  kDeletePod,
+  kDeleteJob
+};
 
 struct ApiAction {
   ApiActionKind kind = ApiActionKind::kCreatePod;
   std::string name;       // the object's name
-  nlohmann::json object;  // the object to create (kCreate*)
+  nlohmann::json object;  // the object to create (kCreate*; the key Secret without its data)
   std::string reason;     // why, for the event the shell records on success
 };
 

@@ -1,10 +1,15 @@
 #include "controller.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "log.h"
 #include "names.h"
 #include "observe.h"
+#include "pod_builder.h"
 #include "reconcile.h"
 #include "status_json.h"
 #include "time_util.h"
@@ -24,6 +29,20 @@ std::string JobKeyOfChild(const json& obj) {
 
 std::string Prefix(const std::string& ns) {
   return ns.empty() ? "" : "/namespaces/" + ns;
+}
+
+// `n` bytes from the kernel's CSPRNG (getrandom(2): blocks only until it is
+// seeded, at boot).
+StatusOr<std::string> RandomBytes(size_t n) {
+  std::string out(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::getrandom(out.data() + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return UnavailableError(std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<size_t>(r);
+  }
+  return out;
 }
 
 }  // namespace
@@ -220,8 +239,28 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
   std::vector<const ApiAction*> pod_creates;
   std::vector<KubeClient::Call> calls;
   const std::string pods_path = "/api/v1/namespaces/" + ns + "/pods";
+  // The key Secret and the NetworkPolicy before any pod: a pod without its
+  // key could not join, one without its policy would be open.
+  bool prerequisites = true;
   for (const ApiAction& a : plan.actions) {
-    if (a.kind != ApiActionKind::kCreatePod) continue;
+    if (a.kind == ApiActionKind::kCreateKeySecret) {
+      auto bytes = RandomBytes(kJobKeyBytes);
+      if (!bytes.ok()) {
+        LogWarning("no random key for the job", {{"job", key}, {"error", bytes.status().ToString()}});
+        prerequisites = false;
+        continue;
+      }
+      const json secret = WithJobKey(a.object, *bytes);
+      prerequisites &= CreateOwned(job, "/api/v1/namespaces/" + ns + "/secrets", a, secret, "Secret",
+                                   "FailedCreateKeySecret");
+    } else if (a.kind == ApiActionKind::kCreateNetworkPolicy) {
+      prerequisites &= CreateOwned(job, "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", a,
+                                   a.object, "NetworkPolicy", "FailedCreateNetworkPolicy");
+    }
+  }
+  if (!prerequisites) *requeue = true;
+  for (const ApiAction& a : plan.actions) {
+    if (a.kind != ApiActionKind::kCreatePod || !prerequisites) continue;
     expectations_.ExpectCreate(key, a.name, now);
     pod_creates.push_back(&a);
     calls.push_back({"POST", pods_path, &a.object});
@@ -257,6 +296,8 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
   for (const ApiAction& a : plan.actions) {
     switch (a.kind) {
       case ApiActionKind::kCreateService:
+      case ApiActionKind::kCreateKeySecret:
+      case ApiActionKind::kCreateNetworkPolicy:
         break;  // above
       case ApiActionKind::kCreatePod:
         break;  // below, all at once
@@ -294,6 +335,37 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
   if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
   if (!restarted.empty())
     RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+}
+
+bool Controller::CreateOwned(const json& job, const std::string& collection, const ApiAction& a,
+                             const json& object, const std::string& kind, const std::string& failure_reason) {
+  const std::string key = ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"));
+  auto resp = client_.Request("POST", collection, &object);
+  if (resp.ok() && resp->ok()) {
+    RecordEvent(job, false, a.reason, "created " + kind + " " + a.name);
+    return true;
+  }
+  if (!resp.ok() || resp->code != 409) {
+    const std::string error = resp.ok() ? resp->Message() : resp.status().ToString();
+    RecordEvent(job, true, failure_reason, "creating " + kind + " " + a.name + ": " + error);
+    return false;
+  }
+  // AlreadyExists: ours from an earlier reconcile (kept as it is: a key is
+  // never replaced), or another object's of the same name.
+  auto got = client_.Request("GET", collection + "/" + a.name);
+  if (!got.ok() || !got->ok()) {
+    LogWarning(
+        kind + " exists but cannot be read",
+        {{"job", key}, {"name", a.name}, {"error", got.ok() ? got->Message() : got.status().ToString()}});
+    return false;
+  }
+  if (ControlledBy(got->body, MetadataString(job, "uid"))) return true;
+  RecordEvent(
+      job, true, failure_reason,
+      kind + " " + a.name +
+          " exists and is not controlled by this job (an earlier job's, not yet garbage-collected, or "
+          "someone else's); no pods are created until it is gone");
+  return false;
 }
 
 void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,

@@ -42,6 +42,11 @@ class Controller {
   void Worker();
   Status Sync(const std::string& key);
   void Execute(const std::string& key, const nlohmann::json& job, const struct Plan& plan, bool* requeue);
+  // POSTs `object` (a's) to `collection`; AlreadyExists is fine when the
+  // object there is controlled by the job. False (with a Warning event
+  // `failure_reason`) otherwise.
+  bool CreateOwned(const nlohmann::json& job, const std::string& collection, const struct ApiAction& a,
+                   const nlohmann::json& object, const std::string& kind, const std::string& failure_reason);
   void RecordEvent(const nlohmann::json& job, bool warning, const std::string& reason,
                    const std::string& message);
   void OnPod(WatchEventType type, const nlohmann::json& pod, const nlohmann::json* old);

@@ -99,5 +99,21 @@ TEST(Base64, Decodes) {
   EXPECT_FALSE(Base64Decode("a*b").ok());
 }
 
+TEST(Base64, EncodesRfc4648VectorsAndRoundTrips) {
+  const std::pair<const char*, const char*> vectors[] = {{"", ""},
+                                                         {"f", "Zg=="},
+                                                         {"fo", "Zm8="},
+                                                         {"foo", "Zm9v"},
+                                                         {"foob", "Zm9vYg=="},
+                                                         {"fooba", "Zm9vYmE="},
+                                                         {"foobar", "Zm9vYmFy"}};
+  for (const auto& [plain, encoded] : vectors) EXPECT_EQ(Base64Encode(plain), encoded) << plain;
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  auto back = Base64Decode(Base64Encode(bytes));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, bytes);
+}
+
 }  // namespace
 }  // namespace ringmaster::op

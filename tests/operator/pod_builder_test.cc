@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kubeconfig.h"
 #include "names.h"
 #include "ringmaster/replica_env.h"
 #include "ringmaster/tf_config_gen.h"
@@ -195,6 +196,7 @@ TEST(PodBuilder, EnvIsTheSharedReplicaEnvInItsOrder) {
   ASSERT_TRUE(built.ok());
   ReplicaEnvOptions opts;
   opts.tf_config.namespace_ = "team-a";
+  opts.job_key_file = kJobKeyFile;
   auto expected = BuildReplicaEnv(job, {ReplicaType::kChief, 0}, opts);
   ASSERT_TRUE(expected.ok());
   json want = json::array();
@@ -223,6 +225,156 @@ TEST(PodBuilder, TerminationMessageFallsBackToLogsUnlessTheContainerSaysOtherwis
   EXPECT_EQ(EnvValue(cs[0], "RINGMASTER_TERMINATION_LOG"), "<absent>");
   EXPECT_EQ(EnvValue(cs[1], "RINGMASTER_TERMINATION_LOG"), "/tmp/verdict");
   EXPECT_EQ(EnvValue(cs[2], "RINGMASTER_TERMINATION_LOG"), "<absent>");
+}
+
+}  // namespace
+}  // namespace ringmaster::op
+
+namespace ringmaster::op {
+namespace {
+
+json KeyVolume(const json& pod) {
+  json found;
+  int n = 0;
+  for (const auto& v : pod["spec"]["volumes"]) {
+    if (v["name"] == kJobKeyVolume) {
+      found = v;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 1) << pod["spec"]["volumes"].dump();
+  return found;
+}
+
+std::vector<json> KeyMounts(const json& container) {
+  std::vector<json> out;
+  for (const auto& m : container["volumeMounts"]) {
+    if (m["mountPath"] == kJobKeyMountPath) out.push_back(m);
+  }
+  return out;
+}
+
+TEST(JobKey, EveryContainerOfEveryReplicaMountsTheGeneratedSecretReadOnly) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"].push_back(
+      {{"name", "sidecar"}, {"image", "busybox"}});
+  const DistributedJob job = Decode(obj);
+  for (auto key : {ReplicaKey{ReplicaType::kChief, 0}, ReplicaKey{ReplicaType::kWorker, 1}}) {
+    auto built = BuildPod(job, key, {});
+    ASSERT_TRUE(built.ok()) << built.status().ToString();
+    const json& pod = built->pod;
+    EXPECT_EQ(KeyVolume(pod), json::parse(R"({"name": "ringmaster-job-key", "secret": {
+        "secretName": "quickstart-ringmaster-key", "items": [{"key": "key", "path": "key"}],
+        "defaultMode": 256}})"));
+    for (const auto& c : pod["spec"]["containers"]) {
+      auto mounts = KeyMounts(c);
+      ASSERT_EQ(mounts.size(), 1u) << c.dump();
+      EXPECT_EQ(mounts[0], json::parse(R"({"name": "ringmaster-job-key",
+          "mountPath": "/var/run/secrets/ringmaster.io/job-key", "readOnly": true})"));
+      EXPECT_EQ(EnvValue(c, "RINGMASTER_JOB_KEY_FILE"), "/var/run/secrets/ringmaster.io/job-key/key");
+    }
+  }
+  EXPECT_EQ(std::string(kJobKeyFile), std::string(kJobKeyMountPath) + "/" + kJobKeyItem);
+  EXPECT_EQ(kJobKeyFileMode, 0400);
+}
+
+TEST(JobKey, KeySecretRefMountsTheUsersItemAsTheSameFile) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["communication"]["keySecretRef"] = {{"name", "team.keys"}, {"key", "job-key.bin"}};
+  const DistributedJob job = Decode(obj);
+  EXPECT_EQ(JobKeySecretName(job), "team.keys");
+  auto built = BuildPod(job, {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json v = KeyVolume(built->pod);
+  EXPECT_EQ(v["secret"]["secretName"], "team.keys");
+  EXPECT_EQ(v["secret"]["items"], json::parse(R"([{"key": "job-key.bin", "path": "key"}])"));
+  EXPECT_EQ(EnvValue(built->pod["spec"]["containers"][0], "RINGMASTER_JOB_KEY_FILE"), kJobKeyFile);
+}
+
+TEST(JobKey, TemplateVolumesAndTheContainersOwnMountsAndEnvAreRespected) {
+  json obj = testing::QuickstartObject();
+  json& spec = obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"];
+  spec["volumes"] = json::parse(R"([{"name": "data", "emptyDir": {}},
+                                    {"name": "ringmaster-job-key", "emptyDir": {}}])");
+  spec["containers"][0]["volumeMounts"] = json::parse(R"([{"name": "data", "mountPath": "/data"}])");
+  spec["containers"].push_back(json::parse(R"({"name": "own", "image": "busybox",
+      "volumeMounts": [{"name": "data", "mountPath": "/var/run/secrets/ringmaster.io/job-key"}],
+      "env": [{"name": "RINGMASTER_JOB_KEY_FILE", "value": "/data/k"}]})"));
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json& pod = built->pod;
+  // The operator's volume replaces a template volume of its name; others stay.
+  ASSERT_EQ(pod["spec"]["volumes"].size(), 2u);
+  EXPECT_EQ(pod["spec"]["volumes"][0]["name"], "data");
+  EXPECT_TRUE(KeyVolume(pod)["secret"].is_object());
+  const json& c0 = pod["spec"]["containers"][0];
+  ASSERT_EQ(c0["volumeMounts"].size(), 2u);
+  EXPECT_EQ(c0["volumeMounts"][0]["mountPath"], "/data");
+  // A container with its own mount at the path (and its own variable) keeps both.
+  const json& own = pod["spec"]["containers"][1];
+  ASSERT_EQ(KeyMounts(own).size(), 1u);
+  EXPECT_EQ(KeyMounts(own)[0]["name"], "data");
+  EXPECT_EQ(EnvCount(own, "RINGMASTER_JOB_KEY_FILE"), 1);
+  EXPECT_EQ(EnvValue(own, "RINGMASTER_JOB_KEY_FILE"), "/data/k");
+}
+
+TEST(JobKey, GeneratedSecretIsOpaqueOwnedByTheJobAndGetsTheKeyOnlyFromTheShell) {
+  const DistributedJob job = Decode(testing::QuickstartObject());
+  auto secret = BuildKeySecret(job);
+  ASSERT_TRUE(secret.has_value());
+  EXPECT_EQ((*secret)["apiVersion"], "v1");
+  EXPECT_EQ((*secret)["kind"], "Secret");
+  EXPECT_EQ((*secret)["type"], "Opaque");
+  EXPECT_EQ((*secret)["metadata"]["name"], "quickstart-ringmaster-key");
+  EXPECT_EQ((*secret)["metadata"]["namespace"], "team-a");
+  EXPECT_EQ((*secret)["metadata"]["labels"][kLabelJobName], "quickstart");
+  EXPECT_EQ((*secret)["metadata"]["ownerReferences"], json::array({OwnerReference(job)}));
+  const json& ref = (*secret)["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(ref["uid"], "uid-1234");
+  EXPECT_EQ(ref["kind"], "DistributedJob");
+  EXPECT_EQ(ref["controller"], true);
+  EXPECT_EQ(ref["blockOwnerDeletion"], true);
+  EXPECT_FALSE(secret->contains("data"));
+  EXPECT_TRUE(ControlledBy(*secret, "uid-1234"));
+
+  const std::string key(32, '\xff');
+  const json with = WithJobKey(*secret, key);
+  ASSERT_EQ(with["data"].size(), 1u);
+  auto decoded = Base64Decode(with["data"]["key"].get<std::string>());
+  ASSERT_TRUE(decoded.ok());
+  EXPECT_EQ(*decoded, key);
+  EXPECT_EQ(with["metadata"], (*secret)["metadata"]);
+
+  json obj = testing::QuickstartObject();
+  obj["spec"]["communication"]["keySecretRef"] = {{"name", "mine"}};
+  EXPECT_FALSE(BuildKeySecret(Decode(obj)).has_value());
+}
+
+TEST(JobKey, ControlledByNeedsTheControllerReferenceWithTheUid) {
+  json obj = {{"metadata", {{"name", "x"}}}};
+  EXPECT_FALSE(ControlledBy(obj, "u"));
+  obj["metadata"]["ownerReferences"] = json::parse(R"([{"uid": "u", "controller": false}])");
+  EXPECT_FALSE(ControlledBy(obj, "u"));
+  obj["metadata"]["ownerReferences"].push_back(json::parse(R"({"uid": "old", "controller": true})"));
+  EXPECT_FALSE(ControlledBy(obj, "u"));
+  obj["metadata"]["ownerReferences"][1]["uid"] = "u";
+  EXPECT_TRUE(ControlledBy(obj, "u"));
+  EXPECT_FALSE(ControlledBy(obj, ""));
+  EXPECT_FALSE(ControlledBy(json("text"), "u"));
+}
+
+TEST(NetworkPolicyBuilder, AdmitsIngressOnlyFromTheJobsOwnPods) {
+  const DistributedJob job = Decode(testing::QuickstartObject());
+  const json np = BuildNetworkPolicy(job);
+  EXPECT_EQ(np["apiVersion"], "networking.k8s.io/v1");
+  EXPECT_EQ(np["kind"], "NetworkPolicy");
+  EXPECT_EQ(np["metadata"]["name"], "quickstart-ringmaster");
+  EXPECT_EQ(np["metadata"]["namespace"], "team-a");
+  EXPECT_TRUE(ControlledBy(np, "uid-1234"));
+  EXPECT_EQ(np["spec"], json::parse(R"({
+      "podSelector": {"matchLabels": {"ringmaster.io/job-name": "quickstart"}},
+      "policyTypes": ["Ingress"],
+      "ingress": [{"from": [{"podSelector": {"matchLabels": {"ringmaster.io/job-name": "quickstart"}}}]}]})"));
 }
 
 }  // namespace

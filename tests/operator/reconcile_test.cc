@@ -60,6 +60,62 @@ TEST(PlanJob, NewJobCreatesServiceAndEveryPodInOrder) {
   EXPECT_EQ((*p.status)["startTime"], "2027-01-15T08:00:00Z");
 }
 
+size_t IndexOf(const Plan& p, ApiActionKind kind) {
+  for (size_t i = 0; i < p.actions.size(); ++i) {
+    if (p.actions[i].kind == kind) return i;
+  }
+  return p.actions.size();
+}
+
+TEST(PlanJob, TheKeySecretComesBeforeThePodsWithoutItsData) {
+  Plan p = PlanJob(QuickstartObject(), {}, nullptr, {}, kNow, {});
+  EXPECT_EQ(Names(p, ApiActionKind::kCreateKeySecret), std::vector<std::string>{"quickstart-ringmaster-key"});
+  EXPECT_LT(IndexOf(p, ApiActionKind::kCreateKeySecret), IndexOf(p, ApiActionKind::kCreatePod));
+  const json& secret = p.actions[IndexOf(p, ApiActionKind::kCreateKeySecret)].object;
+  EXPECT_EQ(secret["kind"], "Secret");
+  EXPECT_FALSE(secret.contains("data"));  // the shell's random key, never the planner's
+  EXPECT_TRUE(Names(p, ApiActionKind::kCreateNetworkPolicy).empty());
+  for (const auto& a : p.actions) {
+    if (a.kind == ApiActionKind::kCreatePod) {
+      EXPECT_EQ(a.object["spec"]["volumes"].size(), 1u);
+    }
+  }
+}
+
+TEST(PlanJob, KeySecretRefCreatesNoSecret) {
+  json job = QuickstartObject();
+  job["spec"]["communication"]["keySecretRef"] = {{"name", "team-key"}};
+  Plan p = PlanJob(job, {}, nullptr, {}, kNow, {});
+  EXPECT_TRUE(Names(p, ApiActionKind::kCreateKeySecret).empty());
+  EXPECT_EQ(Names(p, ApiActionKind::kCreatePod).size(), 3u);
+}
+
+TEST(PlanJob, NetworkPolicyOptionCreatesOneBeforeThePods) {
+  BuildOptions opts;
+  opts.network_policy = true;
+  Plan p = PlanJob(QuickstartObject(), {}, nullptr, {}, kNow, opts);
+  EXPECT_EQ(Names(p, ApiActionKind::kCreateNetworkPolicy), std::vector<std::string>{"quickstart-ringmaster"});
+  EXPECT_LT(IndexOf(p, ApiActionKind::kCreateNetworkPolicy), IndexOf(p, ApiActionKind::kCreatePod));
+  EXPECT_EQ(p.actions[IndexOf(p, ApiActionKind::kCreateNetworkPolicy)].object["kind"], "NetworkPolicy");
+}
+
+TEST(PlanJob, NoPodToCreateNoSecretOrPolicy) {
+  json job = QuickstartObject();
+  auto pods = AllPods(job, "Running");
+  const json svc = json::object();
+  BuildOptions opts;
+  opts.network_policy = true;
+  Plan p = PlanJob(job, pods, &svc, {}, kNow, opts);
+  EXPECT_TRUE(p.actions.empty());
+  // A pod gone (e.g. a restart's deletion) is created anew: the key Secret
+  // and the policy are asked for again (the shell keeps the ones that exist).
+  pods.pop_back();
+  p = PlanJob(WithStatus(job, p), pods, &svc, {}, kNow + 1, opts);
+  EXPECT_EQ(Names(p, ApiActionKind::kCreatePod), std::vector<std::string>{"quickstart-worker-1"});
+  EXPECT_EQ(Names(p, ApiActionKind::kCreateKeySecret).size(), 1u);
+  EXPECT_EQ(Names(p, ApiActionKind::kCreateNetworkPolicy).size(), 1u);
+}
+
 TEST(PlanJob, NothingToDoWhenEverythingExists) {
   json job = QuickstartObject();
   auto pods = AllPods(job, "Running");
