@@ -16,5 +16,11 @@ refuse "implementation must be one of AUTO, RING, NCCL" "$(job_yaml bad 1 Never 
 refuse "bytesPerPack must be >= 0" "$(job_yaml bad 1 Never 0 '{}' 'communication: {bytesPerPack: -1}')"
 refuse "timeoutSeconds must be >= 0" "$(job_yaml bad 1 Never 0 '{}' 'communication: {timeoutSeconds: -5}')"
 refuse "port must be 1-65535" "$(job_yaml bad 1 Never 0 '{}' 'port: 70000')"
+refuse "keySecretRef.name must be a DNS-1123 subdomain" "$(job_yaml bad 1 Never 0 '{}' 'communication: {keySecretRef: {name: My_Secret}}')"
+refuse "keySecretRef.key must be a Secret key" "$(job_yaml bad 1 Never 0 '{}' 'communication: {keySecretRef: {name: s, key: a/b}}')"
+refuse "keySecretRef.key must be a Secret key" "$(job_yaml bad 1 Never 0 '{}' 'communication: {keySecretRef: {name: s, key: ..k}}')"
+refuse "spec.communication.keySecretRef.name: Required value" "$(job_yaml bad 1 Never 0 '{}' 'communication: {keySecretRef: {key: k}}')"
+k -n "$NS" apply --dry-run=server -f - <<<"$(job_yaml ok 1 Never 0 '{}' 'communication: {keySecretRef: {name: team.keys-1, key: Job_Key.v2}}')" >/dev/null ||
+  fail "a valid keySecretRef was refused"
 refuse "cleanPodPolicy must be one of All, Running, None" "$(job_yaml bad 1 Never 0 '{cleanPodPolicy: Sometimes}')"
 pass "invalid jobs refused with the CEL messages"

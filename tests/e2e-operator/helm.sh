@@ -9,6 +9,16 @@ HELM="$("$TESTBED" bin-dir helm)/helm"
 "$HELM" lint "$REPO_ROOT/charts/ringmaster" >"$LOGDIR/lint.log" 2>&1 || { cat "$LOGDIR/lint.log" >&2; fail "helm lint"; }
 grep -q "0 chart(s) failed" "$LOGDIR/lint.log" || fail "helm lint: $(cat "$LOGDIR/lint.log")"
 pass "helm lint"
+# networkPolicy.enabled: the flag, and the RBAC rule for NetworkPolicies only then.
+"$HELM" template rm "$REPO_ROOT/charts/ringmaster" >"$LOGDIR/default.yaml" || fail "helm template"
+"$HELM" template rm "$REPO_ROOT/charts/ringmaster" --set networkPolicy.enabled=true >"$LOGDIR/np.yaml" ||
+  fail "helm template --set networkPolicy.enabled=true"
+grep -q -- '--network-policy=true' "$LOGDIR/np.yaml" || fail "networkPolicy.enabled does not pass --network-policy=true"
+grep -q 'networkpolicies' "$LOGDIR/np.yaml" || fail "networkPolicy.enabled grants no networkpolicies rule"
+grep -q -- '--network-policy' "$LOGDIR/default.yaml" && fail "--network-policy without networkPolicy.enabled"
+grep -q 'networkpolicies' "$LOGDIR/default.yaml" && fail "a networkpolicies rule without networkPolicy.enabled"
+grep -q '"secrets"' "$LOGDIR/default.yaml" || fail "no rule for the job key Secrets"
+pass "helm template: networkPolicy.enabled adds --network-policy=true and its RBAC rule, off by default"
 
 # kwok's fake nodes carry a taint: tolerate it so the pods land there.
 "$HELM" install rm "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \

@@ -21,6 +21,17 @@ for verb_res in "create pods" "delete pods" "watch distributedjobs.ringmaster.io
 done
 expect_eq "can-i update the status" "$(k auth can-i update distributedjobs.ringmaster.io --subresource=status --as "$sa" -n default)" yes
 expect_eq "can-i create leases (ringmaster-system)" "$(k auth can-i create leases.coordination.k8s.io --as "$sa" -n ringmaster-system)" yes
-expect_eq "can-i delete secrets" "$(k auth can-i delete secrets --as "$sa" -n default 2>/dev/null || true)" no
+# The job key Secrets: create, and get (on AlreadyExists); nothing more.
+for verb in create get; do
+  expect_eq "can-i $verb secrets" "$(k auth can-i $verb secrets --as "$sa" -n default)" yes
+done
+for verb in list watch update delete; do
+  expect_eq "can-i $verb secrets" "$(k auth can-i $verb secrets --as "$sa" -n default 2>/dev/null || true)" no
+done
+# NetworkPolicies (only used with --network-policy): create and get.
+for verb in create get; do
+  expect_eq "can-i $verb networkpolicies" "$(k auth can-i $verb networkpolicies.networking.k8s.io --as "$sa" -n default)" yes
+done
+expect_eq "can-i delete networkpolicies" "$(k auth can-i delete networkpolicies.networking.k8s.io --as "$sa" -n default 2>/dev/null || true)" no
 expect_eq "can-i create leases (default)" "$(k auth can-i create leases.coordination.k8s.io --as "$sa" -n default 2>/dev/null || true)" no
 pass "manifests/ install the CRD, RBAC and Deployment; least privilege holds"

@@ -27,7 +27,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* The rules the operator needs on jobs, pods, services and events. */}}
+{{/* The rules the operator needs on jobs, pods, services, events, the job key
+Secrets and (with networkPolicy.enabled) NetworkPolicies. */}}
 {{- define "ringmaster.jobRules" -}}
 - apiGroups: ["ringmaster.io"]
   resources: ["distributedjobs"]
@@ -44,4 +45,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]
+{{- /* The job key Secret: created before the pods, read back only on
+AlreadyExists. No list/watch (no cache of Secrets), no update/delete (a key is
+never replaced; the garbage collector deletes it with its job). */}}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["create", "get"]
+{{- if .Values.networkPolicy.enabled }}
+{{- /* Only with networkPolicy.enabled (--network-policy). */}}
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create", "get"]
+{{- end }}
 {{- end -}}
