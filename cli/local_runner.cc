@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,6 +94,7 @@ class Runner {
   int Run() {
     AssignAddresses();
     MakeLogDir();
+    MakeJobKey();
     bool finished = false;
     while (!finished && !g_interrupted) {
       Decision d = Reconcile(job_, status_, Observations(), std::time(nullptr));
@@ -145,12 +148,50 @@ class Runner {
     log_dir_ = tmpl;
   }
 
+  // A fresh key for this run, which every replica's agent proves it holds:
+  // 32 bytes from the kernel's CSPRNG in a 0600 file of the run's directory,
+  // named by RINGMASTER_JOB_KEY_FILE. A job's keySecretRef names a Kubernetes
+  // Secret, which has no local meaning.
+  void MakeJobKey() {
+    if (job_.key_secret_ref) {
+      Say("note: spec.communication.keySecretRef (Secret " + job_.key_secret_ref->name +
+          ") cannot be read locally: this run uses a fresh key of its own");
+    }
+    unsigned char key[32];
+    size_t got = 0;
+    while (got < sizeof key) {
+      const ssize_t n = getrandom(key + got, sizeof key - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        throw std::runtime_error(std::string("cannot make a job key: getrandom: ") + std::strerror(errno));
+      got += static_cast<size_t>(n);
+    }
+    const std::string path = log_dir_ + "/job-key";
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    key_file_ = path;
+    // The mode is exactly 0600 whatever the umask.
+    bool ok = fchmod(fd, 0600) == 0;
+    for (size_t off = 0; ok && off < sizeof key;) {
+      const ssize_t n = write(fd, key + off, sizeof key - off);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      if (ok) off += static_cast<size_t>(n);
+    }
+    const int err = errno;
+    ok = close(fd) == 0 && ok;
+    explicit_bzero(key, sizeof key);
+    if (!ok) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+  }
+
   std::string LogPath(const ReplicaKey& key) const {
     return log_dir_ + "/" + key.Name() + ".termination-log";
   }
 
   void RemoveLogDir() {
     if (log_dir_.empty()) return;
+    if (!key_file_.empty()) unlink(key_file_.c_str());
+    key_file_.clear();
     for (const auto& [key, r] : replicas_) unlink(LogPath(key).c_str());
     rmdir(log_dir_.c_str());
     log_dir_.clear();
@@ -235,6 +276,7 @@ class Runner {
     opts.agent_ports = agent_ports_;
     opts.restart_count = restart;
     opts.termination_log = LogPath(key);
+    opts.job_key_file = key_file_;
     auto ours = BuildReplicaEnv(job_, key, opts);
     if (!ours.ok()) throw std::runtime_error(key.Name() + ": " + ours.status().message());
     for (const auto& [k, v] : *ours) {
@@ -509,6 +551,7 @@ class Runner {
   std::map<ReplicaKey, std::string> addresses_;
   std::vector<int> agent_ports_;  // RINGMASTER_PORT: the agents' ports in rank order
   std::string log_dir_;           // the replicas' termination logs
+  std::string key_file_;          // RINGMASTER_JOB_KEY_FILE: this run's key (0600)
   std::map<ReplicaKey, Replica> replicas_;
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -190,6 +191,60 @@ TEST(Cli, RunGivesEveryTaskItsOwnAgentPort) {
   ASSERT_EQ(tf_ports.size(), 3u) << r.output;
   EXPECT_EQ(std::set<std::string>(agent.begin(), agent.end()).size(), 3u) << r.output;
   for (const auto& p : agent) EXPECT_EQ(tf_ports.count(p), 0u) << p << "\n" << r.output;
+}
+
+// The key lines of a job-key*.yaml run: path -> "mode=... size=... sum=...".
+static std::map<std::string, std::set<std::string>> KeyFiles(const std::string& output, int* lines) {
+  std::regex line(R"(\[(chief|worker)-\d\] key=(\S+) (mode=\d+ size=\d+ sum=.*))");
+  std::map<std::string, std::set<std::string>> out;
+  *lines = 0;
+  std::istringstream in(output);
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (!std::regex_search(l, m, line)) continue;
+    out[m[2]].insert(m[3]);
+    ++*lines;
+  }
+  return out;
+}
+
+TEST(Cli, RunGivesEveryReplicaTheRunsOwn32ByteKeyFile0600) {
+  std::set<std::string> sums;
+  for (int run = 0; run < 2; ++run) {
+    auto r = Ringmaster("run " + Src("tests/cli/jobs/job-key.yaml"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    int lines = 0;
+    auto files = KeyFiles(r.output, &lines);
+    EXPECT_EQ(lines, 3) << r.output;
+    // One file for the three replicas, the same contents in each.
+    ASSERT_EQ(files.size(), 1u) << r.output;
+    const auto& [path, stats] = *files.begin();
+    ASSERT_EQ(stats.size(), 1u) << r.output;
+    EXPECT_EQ(stats.begin()->substr(0, 17), "mode=600 size=32 ") << r.output;
+    EXPECT_NE(path.find("/ringmaster-run."), std::string::npos) << path;
+    sums.insert(*stats.begin());
+    // Removed with the run's directory.
+    std::ifstream gone(path);
+    EXPECT_FALSE(gone.good()) << path << " outlived the run";
+    EXPECT_EQ(r.output.find("keySecretRef"), std::string::npos) << r.output;
+  }
+  EXPECT_EQ(sums.size(), 2u) << "two runs, two keys";
+}
+
+TEST(Cli, RunWithKeySecretRefSaysSoAndUsesAFreshKey) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/job-key-secret-ref.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(CountLines(r.output,
+                       "[ringmaster] note: spec.communication.keySecretRef (Secret team-key) cannot be "
+                       "read locally: this run uses a fresh key of its own"),
+            1)
+      << r.output;
+  int lines = 0;
+  auto files = KeyFiles(r.output, &lines);
+  EXPECT_EQ(lines, 2) << r.output;
+  ASSERT_EQ(files.size(), 1u) << r.output;
+  ASSERT_EQ(files.begin()->second.size(), 1u) << r.output;
+  EXPECT_EQ(files.begin()->second.begin()->substr(0, 17), "mode=600 size=32 ") << r.output;
 }
 
 TEST(Cli, RunQuickstart) {
