@@ -32,7 +32,7 @@ StatusOr<TfConfig> ParseTfConfig(std::string_view text) {
   json doc;
   try {
     doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e999
     return Invalid(std::string("malformed JSON: ") + e.what());
   }
   if (!doc.is_object()) return Invalid("must be a JSON object");

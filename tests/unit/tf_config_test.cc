@@ -162,6 +162,8 @@ TEST(ParseTfConfig, ErrorsAreInvalidArgumentAndSayWhy) {
     const char* expect;
   } cases[] = {
       {R"({"cluster": {"worker": ["a:1"]})", "malformed JSON"},
+      // nlohmann's out_of_range, not a parse_error (found by fuzzing)
+      {R"({"task":1e999})", "malformed JSON"},
       {R"([1,2])", "must be a JSON object"},
       {R"({"cluster":{"worker":["a:1"]},"task":{"type":"worker","index":1}})",
        "task.index: 1 is out of range"},
