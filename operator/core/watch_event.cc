@@ -4,10 +4,23 @@ namespace ringmaster::op {
 
 using nlohmann::json;
 
+namespace {
+
+// The string at `key`, or `fallback`: json::value() throws when the field is
+// there with another type, and a watch line is whatever the server sent.
+std::string StringOr(const json& obj, const char* key, std::string fallback) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::move(fallback);
+}
+
+}  // namespace
+
 bool IsGoneStatus(const json& body) {
-  if (!body.is_object() || body.value("kind", "") != "Status") return false;
-  return body.value("code", 0) == 410 || body.value("reason", "") == "Expired" ||
-         body.value("reason", "") == "Gone";
+  if (!body.is_object() || StringOr(body, "kind", "") != "Status") return false;
+  auto code = body.find("code");
+  if (code != body.end() && code->is_number() && code->get<double>() == 410) return true;
+  const std::string reason = StringOr(body, "reason", "");
+  return reason == "Expired" || reason == "Gone";
 }
 
 StatusOr<WatchEvent> DecodeWatchEvent(std::string_view line) {
@@ -35,11 +48,11 @@ StatusOr<WatchEvent> DecodeWatchEvent(std::string_view line) {
   ev.object = std::move(*object);
   if (ev.type == WatchEventType::kError) {
     ev.gone = IsGoneStatus(ev.object);
-    ev.error_message = ev.object.value("message", "watch error");
+    ev.error_message = StringOr(ev.object, "message", "watch error");
     return ev;
   }
   if (ev.object.contains("metadata") && ev.object["metadata"].is_object()) {
-    ev.resource_version = ev.object["metadata"].value("resourceVersion", "");
+    ev.resource_version = StringOr(ev.object["metadata"], "resourceVersion", "");
   }
   return ev;
 }

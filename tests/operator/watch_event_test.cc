@@ -41,6 +41,15 @@ TEST(WatchEvent, RejectsGarbage) {
   EXPECT_FALSE(DecodeWatchEvent(R"({"type":"ADDED"})").ok());
   EXPECT_FALSE(DecodeWatchEvent(R"({"type":"WHAT","object":{}})").ok());
   EXPECT_FALSE(DecodeWatchEvent("[]").ok());
+  // Fields of another type than the server's own (found by fuzzing): no throw.
+  auto odd = DecodeWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","code":"410","message":5}})");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_FALSE(odd->gone);
+  EXPECT_EQ(odd->error_message, "watch error");
+  auto rv = DecodeWatchEvent(R"({"type":"ADDED","object":{"metadata":{"resourceVersion":7}}})");
+  ASSERT_TRUE(rv.ok());
+  EXPECT_EQ(rv->resource_version, "");
+  EXPECT_FALSE(IsGoneStatus({{"kind", 1}, {"code", 410}}));
 }
 
 TEST(WatchEvent, GoneStatusOfAList) {
