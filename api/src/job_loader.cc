@@ -1,9 +1,11 @@
 // YAML/JSON text -> DistributedJob. yaml-cpp parses both (JSON is YAML), and
 // while converting to JSON we remember where every field path sits so that
 // errors from the (format-agnostic) decoder can name the line and column.
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
+#include <sstream>
 #include <unordered_map>
 
 #include "ringmaster/job.h"
@@ -76,6 +78,47 @@ json Convert(const YAML::Node& node, const std::string& path, Marks& marks) {
   return nullptr;
 }
 
+// yaml-cpp 0.7 (Debian 12's) loops forever in LoadAll, one null document
+// after another until memory runs out, when a token follows a flow
+// collection's end where no document can start ("{a}," or "[a],": fixed
+// upstream by jbeder/yaml-cpp#1319, after 0.8.0). Such a document starts
+// where the one before it started; a pass over the events first turns that
+// into a parse error, so LoadAll only ever sees text on which it terminates.
+class StuckDocumentGuard : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (started_ && mark.pos == last_.pos)
+      throw YAML::ParserException(mark, "unexpected text after the end of a flow collection");
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
+  void OnMapEnd() override {}
+
+ private:
+  bool started_ = false;
+  YAML::Mark last_;
+};
+
+std::vector<YAML::Node> LoadAllDocuments(const std::string& text) {
+  {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    StuckDocumentGuard guard;
+    while (parser.HandleNextDocument(guard)) {
+    }
+  }
+  return YAML::LoadAll(text);
+}
+
 // Errors name a path that may not exist in the text (a missing field): point
 // at its nearest written ancestor.
 void Locate(FieldError& e, const Marks& marks) {
@@ -111,7 +154,7 @@ std::string FormatFieldError(const FieldError& e, std::string_view source) {
 StatusOr<std::vector<LoadedJob>> LoadJobs(std::string_view text, std::string_view source_name) {
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    docs = LoadAllDocuments(std::string(text));
   } catch (const YAML::Exception& e) {
     FieldError err{"", e.msg, e.mark.line + 1, e.mark.column + 1};
     if (e.mark.is_null()) err.line = err.column = 0;

@@ -127,6 +127,12 @@ TEST(LoadJobs, SyntaxErrorsGiveTheLine) {
   auto none = LoadJobs("kind: ConfigMap\n", "cm.yaml");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no DistributedJob"), std::string::npos);
+  // yaml-cpp 0.7's LoadAll never returns on these (found by fuzzing): an error instead.
+  for (const char* text : {"{a},", "[a],\"", "{\"kind\":\"DistributedJob\"},x\":{}}"}) {
+    auto stuck = LoadJobs(text, "stuck.yaml");
+    ASSERT_FALSE(stuck.ok()) << text;
+    EXPECT_NE(stuck.status().message().find("stuck.yaml:1:"), std::string::npos) << stuck.status().message();
+  }
 }
 
 constexpr char kWorker[] = "    Worker:\n      template: {spec: {containers: [{name: c}]}}\n";
