@@ -171,7 +171,11 @@ StatusOr<std::vector<LoadedJob>> LoadJobs(std::string_view text, std::string_vie
       return InvalidArgumentError(
           FormatFieldError({"", e.msg, e.mark.line + 1, e.mark.column + 1}, source_name));
     }
-    if (obj.is_object() && obj.value("kind", "") != kKind) continue;
+    if (obj.is_object()) {
+      // Not value("kind", ""): that throws for `kind:` with no value (null) or a number.
+      auto kind = obj.find("kind");
+      if (kind == obj.end() || !kind->is_string() || *kind != kKind) continue;
+    }
     LoadedJob loaded = DecodeJob(obj);
     loaded.document_index = static_cast<int>(i);
     for (auto& err : loaded.errors) Locate(err, marks);

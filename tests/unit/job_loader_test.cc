@@ -127,6 +127,12 @@ TEST(LoadJobs, SyntaxErrorsGiveTheLine) {
   auto none = LoadJobs("kind: ConfigMap\n", "cm.yaml");
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no DistributedJob"), std::string::npos);
+  // A kind that is not a string is not a DistributedJob (found by fuzzing: it threw).
+  for (const char* text : {"kind:\n", "kind: 5\n", "{\"kind\": null}"}) {
+    auto odd = LoadJobs(text, "odd.yaml");
+    ASSERT_FALSE(odd.ok()) << text;
+    EXPECT_NE(odd.status().message().find("no DistributedJob"), std::string::npos) << odd.status().message();
+  }
   // yaml-cpp 0.7's LoadAll never returns on these (found by fuzzing): an error instead.
   for (const char* text : {"{a},", "[a],\"", "{\"kind\":\"DistributedJob\"},x\":{}}"}) {
     auto stuck = LoadJobs(text, "stuck.yaml");
