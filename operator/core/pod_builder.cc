@@ -24,9 +24,18 @@ std::string PodRestartPolicy(RestartPolicy p) {
   return "Never";
 }
 
+// Whether `obj` (an object of the user's template, so of any shape) has
+// `key` equal to `want`. Not json::value(): it throws when the field has
+// another type ("containerPort": "2222").
+bool FieldIs(const json& obj, const char* key, const json& want) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find(key);
+  return it != obj.end() && *it == want;
+}
+
 bool HasEnv(const json& env, const std::string& name) {
   for (const auto& e : env) {
-    if (e.is_object() && e.value("name", "") == name) return true;
+    if (FieldIs(e, "name", name)) return true;
   }
   return false;
 }
@@ -35,7 +44,7 @@ bool HasPort(const json& containers, int port) {
   for (const auto& c : containers) {
     if (!c.is_object() || !c.contains("ports") || !c["ports"].is_array()) continue;
     for (const auto& p : c["ports"]) {
-      if (p.is_object() && p.value("containerPort", 0) == port) return true;
+      if (FieldIs(p, "containerPort", port)) return true;
     }
   }
   return false;
@@ -100,7 +109,7 @@ void AddJobKeyVolume(const DistributedJob& job, json& podspec) {
   if (!podspec.contains("volumes") || !podspec["volumes"].is_array()) podspec["volumes"] = json::array();
   json& volumes = podspec["volumes"];
   for (auto it = volumes.begin(); it != volumes.end();) {
-    it = it->is_object() && it->value("name", "") == kJobKeyVolume ? volumes.erase(it) : it + 1;
+    it = FieldIs(*it, "name", kJobKeyVolume) ? volumes.erase(it) : it + 1;
   }
   volumes.push_back(std::move(volume));
   if (!podspec.contains("containers") || !podspec["containers"].is_array()) return;
@@ -109,8 +118,7 @@ void AddJobKeyVolume(const DistributedJob& job, json& podspec) {
     if (!c.contains("volumeMounts") || !c["volumeMounts"].is_array()) c["volumeMounts"] = json::array();
     json& mounts = c["volumeMounts"];
     const bool taken = std::any_of(mounts.begin(), mounts.end(), [](const json& m) {
-      return m.is_object() &&
-             (m.value("mountPath", "") == kJobKeyMountPath || m.value("name", "") == kJobKeyVolume);
+      return FieldIs(m, "mountPath", kJobKeyMountPath) || FieldIs(m, "name", kJobKeyVolume);
     });
     if (!taken)
       mounts.push_back({{"name", kJobKeyVolume}, {"mountPath", kJobKeyMountPath}, {"readOnly", true}});

@@ -129,6 +129,21 @@ TEST(PodBuilder, ExistingPortIsNotAddedTwice) {
   EXPECT_EQ(built->pod["spec"]["containers"][0]["ports"][0]["name"], "grpc");
 }
 
+// The template is the user's: fields of another type than Kubernetes' are
+// left for the API server to reject, not thrown on (found by fuzzing).
+TEST(PodBuilder, TemplateFieldsOfAnyTypeDoNotThrow) {
+  json obj = testing::QuickstartObject();
+  json& pod_spec = obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"];
+  pod_spec["volumes"] = {{{"name", 7}}, "not an object"};
+  json& c = pod_spec["containers"][0];
+  c["ports"] = {{{"containerPort", "2222"}}, {{"containerPort", nullptr}}};
+  c["env"] = {{{"name", 1}}, {{"name", nullptr}}};
+  c["volumeMounts"] = {{{"name", false}, {"mountPath", 3}}};
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  EXPECT_GT(built->pod["spec"]["containers"][0]["ports"].size(), 2u);  // the template's two, and ours
+}
+
 TEST(PodBuilder, ContainersOwnTfConfigIsKeptWithAWarning) {
   json obj = testing::QuickstartObject();
   obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = {
