@@ -4,7 +4,9 @@
 // JSON). A job that loads is then taken through what the operator and the
 // local runner do with it: every replica's environment is built
 // (BuildReplicaEnv) and read back as the agent reads it (ParseReplicaEnv),
-// which must succeed and agree with the job.
+// which must succeed and agree with the job; and the operator builds its
+// pod (op::BuildPod), its Service, key Secret and NetworkPolicy, which must
+// not fail on anything the loader accepted.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -13,6 +15,7 @@
 #include <string_view>
 
 #include "fuzz_check.h"
+#include "pod_builder.h"
 #include "ringmaster/job.h"
 #include "ringmaster/replica_env.h"
 
@@ -31,7 +34,19 @@ void CheckErrors(const LoadedJob& loaded) {
   }
 }
 
-void CheckJob(const DistributedJob& job) {
+// What the operator makes of a job: for JSON input (what the API server
+// holds), also serialized as its requests are.
+void CheckObjects(const DistributedJob& job, const ReplicaKey& key, bool from_json) {
+  op::BuildOptions opts;
+  opts.network_policy = true;
+  auto pod = op::BuildPod(job, key, opts);
+  if (!pod.ok()) std::fprintf(stderr, "BuildPod: %s\n", pod.status().ToString().c_str());
+  FUZZ_CHECK(pod.ok());
+  FUZZ_CHECK(pod->pod.is_object());
+  if (from_json) (void)pod->pod.dump();
+}
+
+void CheckJob(const DistributedJob& job, bool from_json) {
   FUZZ_CHECK(!job.name.empty() && job.name.size() <= 40);
   FUZZ_CHECK(job.port >= 1 && job.port <= 65535);
   FUZZ_CHECK(job.communication.Validate().ok());
@@ -42,6 +57,14 @@ void CheckJob(const DistributedJob& job) {
   for (const auto& [type, spec] : job.replica_specs) {
     FUZZ_CHECK(spec.replicas >= 0);
     total += spec.replicas;
+  }
+  const nlohmann::json service = op::BuildService(job);
+  const nlohmann::json policy = op::BuildNetworkPolicy(job);
+  const auto secret = op::BuildKeySecret(job);
+  if (from_json) {
+    (void)service.dump();
+    (void)policy.dump();
+    if (secret) (void)op::WithJobKey(*secret, std::string(32, '\xff')).dump();
   }
   if (total > 256) return;  // the round trip below is O(replicas^2)
 
@@ -74,6 +97,7 @@ void CheckJob(const DistributedJob& job) {
       FUZZ_CHECK(got.implementation == job.communication.implementation);
       FUZZ_CHECK(got.algorithm == job.communication.algorithm);
       FUZZ_CHECK(got.EffectiveTimeout() == job.communication.EffectiveTimeout());
+      CheckObjects(job, ReplicaKey{type, index}, from_json);
     }
   }
 }
@@ -93,7 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckErrors(loaded);
       errors |= !loaded.errors.empty();
       if (loaded.job) {
-        CheckJob(*loaded.job);
+        CheckJob(*loaded.job, /*from_json=*/false);
         ++valid;
       }
     }
@@ -111,7 +135,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!object.is_discarded()) {
     LoadedJob loaded = DecodeJob(object);
     CheckErrors(loaded);
-    if (loaded.job) CheckJob(*loaded.job);
+    if (loaded.job) CheckJob(*loaded.job, /*from_json=*/true);
   }
   return 0;
 }
