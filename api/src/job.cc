@@ -445,6 +445,17 @@ LoadedJob DecodeJob(const json& obj) {
       job.name = *name;
     }
     job.namespace_ = d.String(*meta, "namespace", "metadata").value_or("");
+    // Kubernetes' rule for namespaces (a DNS-1123 label); it also goes into
+    // every TF_CONFIG address.
+    if (!job.namespace_.empty() &&
+        (job.namespace_.size() > 63 || job.namespace_.find('.') != std::string::npos ||
+         !IsDns1123Subdomain(job.namespace_))) {
+      d.Error("metadata.namespace",
+              "'" + job.namespace_ +
+                  "' must be a lower-case DNS label (a-z, 0-9, '-', starting and ending "
+                  "with a letter or digit) of at most 63 characters");
+      job.namespace_.clear();
+    }
   }
   if (const json* spec = d.Object(obj, "spec", "", /*required=*/true)) {
     d.RejectUnknown(*spec, "spec", {"replicaSpecs", "communication", "runPolicy", "successPolicy", "port"});

@@ -61,7 +61,9 @@ StatusOr<std::string> GenerateTfConfig(const DistributedJob& job, ReplicaType ty
     out["task"] = task;
     out["environment"] = "cloud";
   }
-  return out.dump();
+  // Bytes that are not UTF-8 (a --namespace or --cluster-domain argument)
+  // become U+FFFD rather than an exception.
+  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
 }  // namespace ringmaster

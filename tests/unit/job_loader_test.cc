@@ -277,6 +277,14 @@ TEST(Validate, MetadataAndApiVersion) {
       "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata: {}\nspec:\n  replicaSpecs:\n" +
           std::string(kWorker),
       "metadata.name", "required field is missing");
+  // Found by fuzzing: a namespace that is no Kubernetes namespace (here not
+  // even UTF-8) went into every TF_CONFIG address and made its JSON throw.
+  for (const char* ns : {"Team A", "team.a", "-team", "team\x8e"}) {
+    ExpectError(
+        "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata: {name: j, namespace: \"" +
+            std::string(ns) + "\"}\nspec:\n  replicaSpecs:\n" + std::string(kWorker),
+        "metadata.namespace", "lower-case DNS label");
+  }
 }
 
 TEST(Validate, AllErrorsAreReportedAtOnce) {

@@ -68,6 +68,13 @@ TEST(GenerateTfConfig, ClusterDomainAndPort) {
   EXPECT_NE(got->find(R"("ps":["mnist-ps-0.mnist.ns1.svc.cluster.local:3333"])"), std::string::npos) << *got;
 }
 
+// A command-line namespace is any bytes: not UTF-8, it is replaced, not thrown on.
+TEST(GenerateTfConfig, BytesThatAreNotUtf8DoNotThrow) {
+  auto got = GenerateTfConfig(FullJob(), ReplicaType::kPS, 0, {.namespace_ = "ns\x8e"});
+  ASSERT_TRUE(got.ok());
+  EXPECT_NE(got->find(".ns\xef\xbf\xbd.svc:"), std::string::npos) << *got;
+}
+
 TEST(GenerateTfConfig, SparseForm) {
   DistributedJob job = FullJob();
   TfConfigOptions opts{.namespace_ = "kubeflow", .sparse = true};
