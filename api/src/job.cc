@@ -132,7 +132,9 @@ class Decoder {
 
  private:
   static std::string Describe(const json& v) {
-    return v.is_string() ? "'" + v.get<std::string>() + "'" : v.dump();
+    // YAML text may hold bytes that are not UTF-8: replaced, not thrown on.
+    return v.is_string() ? "'" + v.get<std::string>() + "'"
+                         : v.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   static std::string Num(double d) {
     return d == std::trunc(d) ? std::to_string(static_cast<int64_t>(d)) : std::to_string(d);

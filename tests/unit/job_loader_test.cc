@@ -287,6 +287,13 @@ TEST(Validate, MetadataAndApiVersion) {
   }
 }
 
+// Found by fuzzing: a value of the wrong type holding bytes that are not
+// UTF-8 made the error's wording (its JSON) throw.
+TEST(Validate, WrongTypeWithBytesThatAreNotUtf8) {
+  ExpectError(std::string(kHead) + "  successPolicy: {a: \"\xdd\xdd\"}\n  replicaSpecs:\n" + kWorker,
+              "spec.successPolicy", "must be a string");
+}
+
 TEST(Validate, AllErrorsAreReportedAtOnce) {
   auto errors =
       ErrorsOf(std::string(kHead) + "  port: -1\n  communication: {bytesPerPack: -1}\n  replicaSpecs:\n" +
