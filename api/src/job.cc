@@ -254,7 +254,9 @@ void DecodeReplica(Decoder& d, const json& spec, const std::string& path, Replic
       continue;
     }
     auto name = d.String(c, "name", p);
-    if (!name && !c.contains("name")) d.Error(p + ".name", "required field is missing");
+    // `name:` with no value (null) is as missing as no name at all.
+    if (!name && (!c.contains("name") || c["name"].is_null()))
+      d.Error(p + ".name", "required field is missing");
     for (const char* list : {"command", "args"}) {
       auto it = c.find(list);
       if (it == c.end() || it->is_null()) continue;
@@ -437,7 +439,8 @@ LoadedJob DecodeJob(const json& obj) {
     job.metadata = *meta;
     auto name = d.String(*meta, "name", "metadata");
     if (!name) {
-      if (!meta->contains("name")) d.Error("metadata.name", "required field is missing");
+      if (!meta->contains("name") || (*meta)["name"].is_null())
+        d.Error("metadata.name", "required field is missing");
     } else if (!IsDns1035Label(*name) || name->size() > 40) {
       // Pod hostnames are <name>-evaluator-<index> and must stay within 63.
       d.Error("metadata.name", "'" + *name +

@@ -236,6 +236,15 @@ TEST(Validate, ReplicaWithoutContainers) {
               "job.yaml:9:15: spec.replicaSpecs.Worker.template.spec.containers", "at least one container");
   ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      replicas: 1\n",
               "spec.replicaSpecs.Worker.template", "required field is missing");
+  // `name:` with no value is missing too (found by fuzzing: the operator's pod builder threw on it).
+  ExpectError(std::string(kHead) + "  replicaSpecs:\n    Worker:\n      template:\n        spec:\n" +
+                  "          containers: [{name: }]\n",
+              "spec.replicaSpecs.Worker.template.spec.containers[0].name", "required field is missing");
+  ExpectError(
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata: {name: }\nspec:\n"
+      "  replicaSpecs:\n" +
+          std::string(kWorker),
+      "metadata.name", "required field is missing");
 }
 
 TEST(Validate, EnumsAndTypes) {
