@@ -39,7 +39,7 @@ namespace {
 
 const char kUsage[] =
     "usage: ringmaster bench [-n RANKS] [-b MIN_BYTES] [-e MAX_BYTES] [-f FACTOR] [-a all|auto|ring|rd|hd]\n"
-    "                        [--batches K] [--streams S] [--json]\n"
+    "                        [--batches K] [--streams S] [--reforms R] [--json]\n"
     "       ringmaster bench --member [same options]\n"
     "All-reduce (float32, sum) among RANKS local processes (default 2) over TCP on 127.0.0.1, sizes\n"
     "MIN_BYTES (default 4) to MAX_BYTES (default 256M) growing by the integer FACTOR (default 4),\n"
@@ -49,11 +49,13 @@ const char kUsage[] =
     "Per size: 2 warm-up calls, K timed batches (default 5) of back-to-back calls; the median and\n"
     "the spread of the per-call time over the batches; every result checked bit for bit.\n"
     "busbw = algbw * 2(n-1)/n. --json prints one JSON line per size and algorithm.\n"
+    "--reforms R: then forms the group again R times (Reform(): rendezvous, mesh and, with a job key in\n"
+    "RINGMASTER_JOB_KEY_FILE, its authentication) and prints the median time of one formation.\n"
     "--member: run as one rank of a group formed from TF_CONFIG and RINGMASTER_* (what the launcher\n"
     "starts; bench/allreduce/run.py starts members itself). Exit 1 if any result was wrong.\n";
 
 struct Options {
-  int ranks = 2, batches = 5, streams = 0, factor = 4;
+  int ranks = 2, batches = 5, streams = 0, factor = 4, reforms = 0;
   int64_t min_bytes = 4, max_bytes = int64_t{256} << 20;
   std::string algo = "all";
   bool member = false, json = false;
@@ -104,6 +106,9 @@ std::optional<int> Parse(int argc, char** argv, Options* o) {
     } else if (a == "-a" || a == "--algorithm") {
       o->algo = val();
       ok = o->algo == "all" || o->algo == "ring" || o->algo == "rd" || o->algo == "hd" || o->algo == "auto";
+    } else if (a == "--reforms") {
+      o->reforms = std::atoi(val().c_str());
+      ok = o->reforms >= 1;
     } else if (a == "--batches") {
       o->batches = std::atoi(val().c_str());
       ok = o->batches >= 1;
@@ -181,6 +186,26 @@ int MemberMain(const Options& o) {
       all_ok &= ok;
     }
   }
+  if (o.reforms > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < o.reforms; ++i) {
+      // A member that starts reforming first aborts a barrier still running
+      // elsewhere: that is Reform's contract, so the barrier's status is moot.
+      (void)comm.Barrier();
+      const auto start = std::chrono::steady_clock::now();
+      check(comm.Reform(), "reform");
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    if (a.rank == 0) {
+      std::printf(
+          "{\"peer\":\"ringmaster\",\"what\":\"formation\",\"n\":%d,\"reforms\":%d,\"median_ms\":%.3f,"
+          "\"min_ms\":%.3f,\"max_ms\":%.3f,\"correct\":true}\n",
+          a.size, o.reforms, ms[ms.size() / 2], ms.front(), ms.back());
+      std::fflush(stdout);
+    }
+  }
   return all_ok ? 0 : 1;
 }
 
@@ -205,6 +230,10 @@ bool PrintRow(const std::string& line, bool json) {
   const bool correct = j.value("correct", false);
   if (json) {
     std::printf("%s\n", line.c_str());
+  } else if (j.value("what", std::string()) == "formation") {
+    std::printf("# formation (Reform), %d processes: median %.2f ms (%.2f..%.2f) over %d\n", j.value("n", 0),
+                j.value("median_ms", 0.0), j.value("min_ms", 0.0), j.value("max_ms", 0.0),
+                j.value("reforms", 0));
   } else {
     const int n = j.value("n", 1);
     const double bytes = j.value("bytes", 0.0), t = j.value("median_us", 0.0);

@@ -69,7 +69,8 @@ void Group::Apply(const GroupDecision& d, const Status& cause) {
     if (abort_fd_ >= 0) (void)!::write(abort_fd_, &one, sizeof one);
     if (d.tell_peers) {
       const std::string& text = cause.message();
-      SendLocked(kAbortFrame, static_cast<uint32_t>(cause.code()), text.data(), text.size());
+      SendLocked(d.reform ? kReformFrame : kAbortFrame, static_cast<uint32_t>(cause.code()), text.data(),
+                 text.size());
     }
   }
   answers_cv_.notify_all();
@@ -174,7 +175,9 @@ std::vector<ProgressReport> Group::Exchange(uint64_t seq, Deadline deadline) {
 }
 
 void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& body) {
-  if (type == kAbortFrame) {
+  if (type == kReformFrame) {
+    Run([&](GroupState& s) { return s.ReformFrame(peer, body); });
+  } else if (type == kAbortFrame) {
     Run([&](GroupState& s) { return s.AbortFrame(peer, static_cast<StatusCode>(code), body); });
   } else if (type == kGoodbye) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -56,6 +56,10 @@ GroupDecision GroupState::AbortFrame(int /*peer*/, StatusCode code, const std::s
   return AbortWith(Status(code, text), false, true);
 }
 
+GroupDecision GroupState::ReformFrame(int /*peer*/, const std::string& text) {
+  return AbortWith(AbortedError(text), false, false);
+}
+
 GroupDecision GroupState::ProtocolError(int peer) {
   if (peer >= 0 && peer < static_cast<int>(gone_.size())) gone_[peer] = true;
   return AbortWith(InternalError("protocol error on the control connection from " + names_[peer]), true,
@@ -71,7 +75,9 @@ GroupDecision GroupState::AbortRequested(const std::string& reason) {
 }
 
 GroupDecision GroupState::ReformRequested() {
-  return AbortWith(AbortedError(names_[rank_] + " is forming the group again"), true, false);
+  GroupDecision d = AbortWith(AbortedError(names_[rank_] + " is forming the group again"), true, false);
+  d.reform = d.abort;
+  return d;
 }
 
 GroupDecision GroupState::Stopping(bool destroyed) {

@@ -19,6 +19,7 @@ struct GroupDecision {
   bool abort = false;       // the group is aborted now, with cause()
   bool tell_peers = false;  // send the cause to every member
   bool report = false;      // a failure: print it, dump the recorder, write the termination log
+  bool reform = false;      // what the peers are told is a reform (kReformFrame), not a failure
 };
 
 class GroupState {
@@ -31,6 +32,8 @@ class GroupState {
   GroupDecision ConnectionLost(int peer, const std::string& how);
   GroupDecision Goodbye(int peer);  // an orderly exit: not a failure by itself
   GroupDecision AbortFrame(int peer, StatusCode code, const std::string& text);
+  // A peer announced Reform(): our collectives stop, but nothing failed.
+  GroupDecision ReformFrame(int peer, const std::string& text);
   GroupDecision ProtocolError(int peer);
 
   // A collective failed here (its status already carries the diagnosis).

@@ -60,7 +60,8 @@ enum ControlType : uint32_t {
   kGoodbye = 3,         // an orderly exit
   kProgressQuery = 4,   // body: ProgressQueryWire
   kProgressReport = 5,  // body: ProgressReportWire
-  kLastControlType = 5,
+  kReformFrame = 6,     // Reform() on the sender: stop, it is not a failure; body: its words
+  kLastControlType = 6,
 };
 struct ControlHeader {
   uint32_t magic, type, code, length;

@@ -464,7 +464,13 @@ TEST(Abuse, AThousandStrangersDoNotStopFormationAndAreClosedWithinSeconds) {
   EXPECT_EQ(open, 0) << "connections still open after formation + 6 s";
   // Memory: the stated bound (docs/agent.md) is 128 pending handshakes per
   // member and gRPC's 32 MiB quota per member.
-  EXPECT_LT(RssKiB(), rss_before + 3 * 40 * 1024) << "RSS grew by more than the bound";
+  const size_t grew_kib = RssKiB() - std::min(RssKiB(), rss_before);
+  std::cerr << "RSS grew by " << grew_kib / 1024 << " MiB for three members\n";
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)grew_kib;  // sanitizers' shadow memory is not the agent's
+#else
+  EXPECT_LT(grew_kib, 3 * 40 * 1024u) << "RSS grew by more than the bound";
+#endif
 }
 
 }  // namespace

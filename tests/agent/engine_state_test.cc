@@ -74,8 +74,13 @@ TEST(GroupState, ReformTellsPeersWithoutReportingAndStoppingTellsNobody) {
   EXPECT_FALSE(g.MayReform());
   GroupDecision d = g.ReformRequested();
   EXPECT_TRUE(d.abort && d.tell_peers && !d.report);
+  EXPECT_TRUE(d.reform) << "peers are told it is a reform, not a failure";
   EXPECT_TRUE(g.MayReform());
   EXPECT_EQ(g.cause().message(), "/job:worker/task:1 is forming the group again");
+  GroupState peer(0, kNames, 15, At(0));
+  GroupDecision p = peer.ReformFrame(2, "/job:worker/task:1 is forming the group again");
+  EXPECT_TRUE(p.abort && !p.tell_peers && !p.report) << "a peer's reform stops our collectives, quietly";
+  EXPECT_EQ(peer.cause().code(), StatusCode::kAborted);
   GroupState h(2, kNames, 15, At(0));
   GroupDecision s = h.Stopping(/*destroyed=*/true);
   EXPECT_TRUE(s.abort && !s.tell_peers && !s.report);
