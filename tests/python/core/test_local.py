@@ -66,7 +66,8 @@ def test_from_any_accepts_tensorflow_shapes():
 def test_errors_by_code():
     names = {1: "CancelledError", 2: "UnknownError", 3: "InvalidArgumentError",
              4: "DeadlineExceededError", 9: "FailedPreconditionError", 10: "AbortedError",
-             12: "UnimplementedError", 13: "InternalError", 14: "UnavailableError"}
+             12: "UnimplementedError", 13: "InternalError", 14: "UnavailableError",
+             16: "UnauthenticatedError"}
     for code, name in names.items():
         err = ringmaster.error_from_code(code, f"message {code}")
         assert type(err) is getattr(ringmaster, name)
