@@ -30,6 +30,7 @@ using internal::Hello;
 using internal::JobKey;
 using internal::MeshView;
 using internal::Proof;
+using testing::ExpectExactSum;
 using testing::FormGroup;
 using testing::LocalSettings;
 using testing::OnAll;
@@ -207,21 +208,6 @@ std::vector<CommunicatorSettings> Keyed(int n, const std::string& key = kKey) {
   auto s = LocalSettings(n);
   for (auto& m : s) m.job_key = key;
   return s;
-}
-
-void ExpectExactSum(testing::Group& g) {
-  const int n = static_cast<int>(g.size());
-  std::vector<Status> st(n);
-  std::vector<std::vector<int64_t>> v(n, std::vector<int64_t>(5001));
-  OnAll(n, [&](int r) {
-    for (size_t i = 0; i < v[r].size(); ++i) v[r][i] = int64_t(i) * (r + 1);
-    Tensor t{v[r].data(), int64_t(v[r].size()), DataType::kInt64};
-    st[r] = g[r]->AllReduce({&t, 1}, ReduceOp::kSum);
-  });
-  for (int r = 0; r < n; ++r) {
-    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
-    for (size_t i = 0; i < v[r].size(); i += 97) ASSERT_EQ(v[r][i], int64_t(i) * n * (n + 1) / 2);
-  }
 }
 
 // GetStatus as a client that holds `key` (empty: none).

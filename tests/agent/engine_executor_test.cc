@@ -182,7 +182,7 @@ TEST(Executor, TimeoutSaysWhoDidNotAnswer) {
     Tensor t{&v[r], 1, DataType::kFloat32};
     h[r] = g.executors[r]->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, o, n, 1), g.After(2), "step");
   }
-  ASSERT_TRUE(g.WaitRunning(0, 1));
+  ASSERT_TRUE(g.WaitRunning(0, 1) && g.WaitRunning(1, 1));
   g.clock.Advance(3);
   Status s = h[0].Wait();
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);

@@ -31,18 +31,7 @@ double Since(Clock::time_point t) {
 
 // All members all-reduce and check the sum (after a re-formation, say).
 void ExpectWorkingGroup(Group& g) {
-  const int n = static_cast<int>(g.size());
-  std::vector<Status> st(n);
-  std::vector<std::vector<int64_t>> v(n, std::vector<int64_t>(100001));
-  OnAll(n, [&](int r) {
-    for (size_t i = 0; i < v[r].size(); ++i) v[r][i] = int64_t(i) * (r + 1);
-    Tensor t{v[r].data(), int64_t(v[r].size()), DataType::kInt64};
-    st[r] = g[r]->AllReduce({&t, 1}, ReduceOp::kSum);
-  });
-  for (int r = 0; r < n; ++r) {
-    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
-    for (size_t i = 0; i < v[r].size(); i += 997) ASSERT_EQ(v[r][i], int64_t(i) * n * (n + 1) / 2);
-  }
+  testing::ExpectExactSum(g, 100001);
 }
 
 bool WaitUnhealthy(Communicator& c, double seconds) {

@@ -1,6 +1,7 @@
 // Test helpers: groups of Communicators on 127.0.0.1, one thread per member.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,6 +62,23 @@ inline Group FormGroup(const std::vector<CommunicatorSettings>& settings,
   });
   if (errors) *errors = st;
   return g;
+}
+
+// Every member all-reduces int64 values (i * (rank + 1)) and checks the
+// exact sum: the group works (after a re-formation, say, or under attack).
+inline void ExpectExactSum(Group& g, size_t count = 5001) {
+  const int n = static_cast<int>(g.size());
+  std::vector<Status> st(n);
+  std::vector<std::vector<int64_t>> v(n, std::vector<int64_t>(count));
+  OnAll(n, [&](int r) {
+    for (size_t i = 0; i < v[r].size(); ++i) v[r][i] = int64_t(i) * (r + 1);
+    Tensor t{v[r].data(), int64_t(v[r].size()), DataType::kInt64};
+    st[r] = g[r]->AllReduce({&t, 1}, ReduceOp::kSum);
+  });
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    for (size_t i = 0; i < v[r].size(); i += 97) ASSERT_EQ(v[r][i], int64_t(i) * n * (n + 1) / 2);
+  }
 }
 
 }  // namespace ringmaster::testing
