@@ -108,12 +108,12 @@ Status Executor::Diagnose(const Op& op, Status st) {
     // reported by the monitor at once too.
     g.WaitForAbort(kAbortWordGraceMs);
   } else if (st.code() == StatusCode::kDeadlineExceeded) {
-    auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisSeconds));
+    auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisBoundSeconds));
     if (!g.aborted()) st = DeadlineExceededError(DescribeTimeout(op.seq, op.info, g.names(), reports));
   } else if (st.code() == StatusCode::kInternal) {
     // A protocol error on the data plane is most often members disagreeing
     // on what this collective is: ask them.
-    auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisSeconds));
+    auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisBoundSeconds));
     if (Status m = DescribeMismatch(op.seq, g.rank(), op.info, g.names(), reports); !m.ok()) st = m;
   }
   return st;

@@ -19,7 +19,6 @@
 
 namespace ringmaster::internal {
 
-inline constexpr double kDiagnosisSeconds = kDiagnosisBoundSeconds;
 // How long a broken data connection waits for its peer's abort notice.
 inline constexpr int kAbortWordGraceMs = 200;
 // Calls queued per slot before a submitter waits.

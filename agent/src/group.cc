@@ -262,8 +262,14 @@ void Group::MonitorLoop() {
     }
     pfds.push_back({wake_fd_, POLLIN, 0});
     if (TerminationFd() >= 0) pfds.push_back({TerminationFd(), POLLIN, 0});
+    // Wake for the next heartbeat to send, or the next one due from a peer.
+    Clock::time_point wake = next_hb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake = std::min(wake, state_.NextDeadline());
+    }
     int t = static_cast<int>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(next_hb - config_.clock->Now()).count());
+        std::chrono::duration_cast<std::chrono::milliseconds>(wake - config_.clock->Now()).count());
     ::poll(pfds.data(), pfds.size(), std::max(1, t));
     if (TerminationFd() >= 0 && pfds.back().revents) Terminate();
     for (size_t i = 0; i < who.size(); ++i) {

@@ -35,14 +35,14 @@ Status CollectiveHandle::Wait() {
   std::unique_lock<std::mutex> lock(s.mu);
   if (s.deadline != internal::NoDeadline()) {
     // The executors enforce the deadline (and diagnose, for up to
-    // kDiagnosisSeconds); this covers a call still queued behind a
+    // kDiagnosisBoundSeconds); this covers a call still queued behind a
     // collective without one. The deadline is on the engine's clock, the
     // grace after it in real time.
     while (s.pending > 0 && s.clock->Now() < s.deadline) {
       const auto left = std::min<Clock::duration>(s.deadline - s.clock->Now(), std::chrono::milliseconds(50));
       s.cv.wait_for(lock, left, [&] { return s.pending == 0; });
     }
-    const auto grace = std::chrono::duration<double>(internal::kDiagnosisSeconds + 0.5);
+    const auto grace = std::chrono::duration<double>(internal::kDiagnosisBoundSeconds + 0.5);
     if (!s.cv.wait_for(lock, grace, [&] { return s.pending == 0; })) {
       lock.unlock();
       if (s.group) {
