@@ -9,7 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <iostream>
+
+#include "log.h"
 
 namespace ringmaster::internal {
 
@@ -23,7 +24,7 @@ Nonce FreshNonce() {
   Nonce n{};
   if (RAND_bytes(reinterpret_cast<unsigned char*>(n.data()), static_cast<int>(n.size())) != 1) {
     // No randomness is no security: never hand out a predictable nonce.
-    std::cerr << "ringmaster: fatal: the OS gave no random bytes for a nonce" << std::endl;
+    WriteStderr("ringmaster: fatal: the OS gave no random bytes for a nonce\n");
     std::abort();
   }
   return n;
@@ -107,7 +108,7 @@ void RefusalLog::Refuse(const std::string& address, const std::string& why) {
     ++count_;
     if (logged_.size() < 1024 && logged_.insert(address).second) log = true;
   }
-  if (log) std::cerr << "ringmaster: " << self_ << ": refused " << address << ": " << why << std::endl;
+  if (log) WriteStderr("ringmaster: " + self_ + ": refused " + address + ": " + why + "\n");
 }
 
 uint64_t RefusalLog::count() const {

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <iostream>
 
+#include "log.h"
 #include "terminate.h"
 #include "verdict.h"
 #include "wire.h"
@@ -117,8 +117,8 @@ void Group::Report(const Status& cause) {
   const auto entries = config_.recorder->Snapshot();
   const FailureReport& rep = config_.report;
   if (rep.print) {
-    std::cerr << "ringmaster: " << task << ": " << line << "\n"
-              << FlightDumpJson(task, rank(), size(), cause, entries, rep.stderr_entries) << std::endl;
+    WriteStderr("ringmaster: " + task + ": " + line + "\n" +
+                FlightDumpJson(task, rank(), size(), cause, entries, rep.stderr_entries) + "\n");
   }
   if (!rep.flight_dir.empty()) {
     std::string file = task;
@@ -132,8 +132,8 @@ void Group::Report(const Status& cause) {
       (void)!::write(fd, json.data(), json.size());
       ::close(fd);
     } else if (rep.print) {
-      std::cerr << "ringmaster: " << task << ": cannot write the flight recorder to " << file << ": "
-                << std::strerror(errno) << std::endl;
+      WriteStderr("ringmaster: " + task + ": cannot write the flight recorder to " + file + ": " +
+                  std::strerror(errno) + "\n");
     }
   }
   // The container's termination message (Kubernetes reads at most 4096 bytes).

@@ -1,7 +1,9 @@
 #include "log.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
-#include <iostream>
 
 namespace ringmaster::internal {
 
@@ -14,11 +16,21 @@ bool DebugLogEnabled() {
 }
 
 void DebugLog(const std::string& msg) {
-  if (DebugLogEnabled()) std::cerr << "ringmaster: debug: " << msg << std::endl;
+  if (DebugLogEnabled()) WriteStderr("ringmaster: debug: " + msg + "\n");
 }
 
 void Warn(const std::string& msg) {
-  std::cerr << "ringmaster: warning: " << msg << std::endl;
+  WriteStderr("ringmaster: warning: " + msg + "\n");
+}
+
+void WriteStderr(const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace ringmaster::internal

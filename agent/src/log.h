@@ -10,4 +10,10 @@ bool DebugLogEnabled();
 void DebugLog(const std::string& msg);
 void Warn(const std::string& msg);
 
+// Writes `text` to stderr in one write(2) (retried only for the part a short
+// write left). The agent's lines share stderr with the training program's
+// other threads; std::cerr's `<<` pieces are separate writes, so another
+// thread's line could land in the middle of ours.
+void WriteStderr(const std::string& text);
+
 }  // namespace ringmaster::internal

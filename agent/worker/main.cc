@@ -15,6 +15,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,16 @@
 namespace {
 
 using namespace ringmaster;
+
+// One line, one write: the agent's own threads write their reports to the
+// same stderr, and `std::cerr << a << b` is a write per piece.
+template <typename... Parts>
+void ErrLine(const Parts&... parts) {
+  std::ostringstream line;
+  (line << ... << parts);
+  line << '\n';
+  std::cerr << line.str() << std::flush;
+}
 
 struct Flags {
   int steps = 10;
@@ -192,7 +203,7 @@ int main(int argc, char** argv) {
   }
   auto comm_or = Communicator::Create(*settings);
   if (!comm_or.ok()) {
-    std::cerr << "ringmaster-worker " << me << ": " << comm_or.status().ToString() << "\n";
+    ErrLine("ringmaster-worker ", me, ": ", comm_or.status().ToString());
     return 1;
   }
   auto comm = std::move(*comm_or);
@@ -223,8 +234,7 @@ int main(int argc, char** argv) {
       while (comm->health().ok() && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      std::cerr << "ringmaster-worker " << me << ": stalled; the group ended: " << comm->health().ToString()
-                << "\n";
+      ErrLine("ringmaster-worker ", me, ": stalled; the group ended: ", comm->health().ToString());
       return 1;
     }
     auto start = std::chrono::steady_clock::now();
@@ -242,7 +252,7 @@ int main(int argc, char** argv) {
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {
-      std::cerr << "ringmaster-worker " << me << ": step " << step << ": " << st.ToString() << std::endl;
+      ErrLine("ringmaster-worker ", me, ": step ", step, ": ", st.ToString());
       return 1;
     }
     for (size_t t = 0; t < sizes.size(); ++t) {
@@ -250,8 +260,8 @@ int main(int argc, char** argv) {
         double want = Rounded(f.dtype, Expected(f.dtype, f.op, n, t, i, step));
         double got = Load(f.dtype, storage[t].data(), i);
         if (!(got == want)) {
-          std::cerr << "ringmaster-worker " << me << ": step " << step << ": WRONG RESULT in tensor " << t
-                    << " element " << i << ": got " << got << ", want " << want << std::endl;
+          ErrLine("ringmaster-worker ", me, ": step ", step, ": WRONG RESULT in tensor ", t, " element ", i,
+                  ": got ", got, ", want ", want);
           return 3;
         }
       }

@@ -6,7 +6,6 @@
 // The paths themselves are in gpu_backend_nccl.cc and gpu_backend_staged.cc
 // (cuda_backend.h declares the class they share).
 #include <algorithm>
-#include <iostream>
 #include <string>
 
 #include "gpu/cuda_backend.h"
@@ -27,7 +26,7 @@ StatusOr<bool> CudaGpuBackend::IsDeviceCall(std::span<const Tensor> tensors) {
 void CudaGpuBackend::Once(std::atomic<bool>& flag, const std::string& msg, bool warning) {
   if (flag.exchange(true)) return;
   if (warning)
-    std::cerr << "ringmaster: warning: " << msg << std::endl;
+    Warn(msg);
   else
     DebugLog(msg);
 }
