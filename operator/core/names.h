@@ -39,7 +39,12 @@ inline constexpr int kJobKeyBytes = 32;
 inline constexpr char kJobKeyVolume[] = "ringmaster-job-key";
 inline constexpr char kJobKeyMountPath[] = "/var/run/secrets/ringmaster.io/job-key";
 inline constexpr char kJobKeyFile[] = "/var/run/secrets/ringmaster.io/job-key/key";
-inline constexpr int kJobKeyFileMode = 0400;
+// Readable by every user of the pod's containers, as the kubelet's own
+// service-account token (0644): the kubelet writes Secret files owned by
+// root (unless the pod sets an fsGroup, which is the user's to choose), and
+// training images run as non-root (ours as 65532), so 0400 locked them out.
+// The file exists only inside the job's own pods.
+inline constexpr int kJobKeyFileMode = 0444;
 
 // "<job>-ringmaster-key": the generated key Secret.
 inline std::string KeySecretName(const std::string& job) {

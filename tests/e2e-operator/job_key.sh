@@ -55,7 +55,7 @@ check_pods() {
     n=$((n + 1))
     expect_eq "$pod volume" \
       "$(k -n "$NS" get "$pod" -o 'jsonpath={.spec.volumes[?(@.name=="ringmaster-job-key")].secret}')" \
-      "{\"defaultMode\":256,\"items\":[{\"key\":\"$want_item\",\"path\":\"key\"}],\"secretName\":\"$want_secret\"}"
+      "{\"defaultMode\":292,\"items\":[{\"key\":\"$want_item\",\"path\":\"key\"}],\"secretName\":\"$want_secret\"}"
     local containers mounts envs
     containers=$(k -n "$NS" get "$pod" -o 'jsonpath={range .spec.containers[*]}{.name} {end}')
     for c in $containers; do
@@ -68,7 +68,7 @@ check_pods() {
   [ "$n" -gt 0 ] || fail "job $job has no pods"
 }
 check_pods keyed $secret key
-pass "every container of the 3 pods mounts $secret read-only (0400) with RINGMASTER_JOB_KEY_FILE"
+pass "every container of the 3 pods mounts $secret read-only (0444) with RINGMASTER_JOB_KEY_FILE"
 
 uid=$(pod_uid keyed-worker-1)
 pod_exit keyed-worker-1 137

@@ -280,7 +280,7 @@ TEST(JobKey, EveryContainerOfEveryReplicaMountsTheGeneratedSecretReadOnly) {
     const json& pod = built->pod;
     EXPECT_EQ(KeyVolume(pod), json::parse(R"({"name": "ringmaster-job-key", "secret": {
         "secretName": "quickstart-ringmaster-key", "items": [{"key": "key", "path": "key"}],
-        "defaultMode": 256}})"));
+        "defaultMode": 292}})"));
     for (const auto& c : pod["spec"]["containers"]) {
       auto mounts = KeyMounts(c);
       ASSERT_EQ(mounts.size(), 1u) << c.dump();
@@ -290,7 +290,7 @@ TEST(JobKey, EveryContainerOfEveryReplicaMountsTheGeneratedSecretReadOnly) {
     }
   }
   EXPECT_EQ(std::string(kJobKeyFile), std::string(kJobKeyMountPath) + "/" + kJobKeyItem);
-  EXPECT_EQ(kJobKeyFileMode, 0400);
+  EXPECT_EQ(kJobKeyFileMode, 0444);
 }
 
 TEST(JobKey, KeySecretRefMountsTheUsersItemAsTheSameFile) {
