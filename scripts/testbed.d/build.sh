@@ -2,7 +2,9 @@
 # cache. Each component's file (testbed.d/<c>.sh) registers itself in
 # ALL_COMPONENTS and defines <c>_module (the main module, whose version in
 # testbed.d/<c>/go.mod names the build), <c>_outputs (the files the build
-# must produce) and <c>_build OUTDIR GO VERSION (the go commands).
+# must produce) and <c>_build OUTDIR GO VERSION (the commands, run in its
+# pins directory). Optional: <c>_pins (another component's pins directory
+# to use) and <c>_key (more text for the cache key: tools beyond Go).
 
 GO_MIN_MINOR=24   # the pins' go.mod files need Go >= 1.24
 # Bumped when the way a component is built changes, so the cache is rebuilt.
@@ -44,6 +46,7 @@ known_component() {
 }
 main_module() { known_component "$1"; "$1_module"; }
 outputs() { "$1_outputs"; }
+pins_dir() { if declare -F "$1_pins" >/dev/null; then echo "$PINS_DIR/$("$1_pins")"; else echo "$PINS_DIR/$1"; fi; }
 
 is_built() {  # DIR COMPONENT
   local f
@@ -52,12 +55,12 @@ is_built() {  # DIR COMPONENT
 }
 
 # The cache key of a component: its pinned version plus a hash of its pin
-# files, the Go version and the build recipe.
+# files, the Go version, the build recipe (and its own key, if any).
 component_dir() {
-  local c=$1 go_version=${2:-} mod ver hash
-  mod=$(main_module "$c")
-  ver=$(module_version "$PINS_DIR/$c" "$mod")
-  [ -n "$ver" ] || die "no version of $mod in $PINS_DIR/$c/go.mod"
+  local c=$1 go_version=${2:-} mod ver hash pins
+  mod=$(main_module "$c"); pins=$(pins_dir "$c")
+  ver=$(module_version "$pins" "$mod")
+  [ -n "$ver" ] || die "no version of $mod in $pins/go.mod"
   if [ -z "$go_version" ]; then
     # Without a Go at hand (up/down), take the newest build of this version.
     local d
@@ -66,8 +69,9 @@ component_dir() {
     echo "${d:-$BIN_ROOT/$c-$ver-missing}"
     return
   fi
-  hash=$( (cd "$PINS_DIR/$c" && find . -type f | LC_ALL=C sort | xargs cat;
-           echo "$go_version recipe=$RECIPE") | sha256sum | cut -c1-12)
+  hash=$( (cd "$pins" && find . -type f | LC_ALL=C sort | xargs cat;
+           echo "$go_version recipe=$RECIPE"
+           if declare -F "${c}_key" >/dev/null; then "${c}_key"; fi) | sha256sum | cut -c1-12)
   echo "$BIN_ROOT/$c-$ver-$hash"
 }
 
@@ -76,7 +80,7 @@ component_dir() {
 # set -e, which bash ignores in a function called as a condition).
 build_commands() {
   local c=$1 go=$2 ver=$3 out=$4
-  cd "$PINS_DIR/$c" || return 1
+  cd "$(pins_dir "$c")" || return 1
   local t0; t0=$(now_ms)
   "$go" mod download || return 1
   log "build: $c: modules downloaded ($(elapsed "$t0")); compiling"
@@ -90,7 +94,7 @@ build_one() {
     log "build: $c: cached in $dir"
     return 0
   fi
-  mod=$(main_module "$c"); ver=$(module_version "$PINS_DIR/$c" "$mod")
+  mod=$(main_module "$c"); ver=$(module_version "$(pins_dir "$c")" "$mod")
   start=$(now_ms)
   log "build: $c: building $mod $ver with $go_version into $dir"
   mkdir -p "$BIN_ROOT"

@@ -3,17 +3,26 @@
 # in reverse; env, exec and status for the tests and for people.
 
 COMPONENTS_UP=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+NODE_COMPONENTS=(containerd kubelet kube-proxy coredns)
+
+# components_up: the processes of this run (the node's if it has one).
+components_up() {
+  echo "${COMPONENTS_UP[@]}"
+  if node_in_run; then echo "${NODE_COMPONENTS[@]}"; fi
+}
 
 testbed_healthy() {
   local c
   [ -f "$RUN_DIR/ready" ] || return 1
-  for c in "${COMPONENTS_UP[@]}"; do is_ours "$c" || return 1; done
+  for c in $(components_up); do is_ours "$c" || return 1; done
   load_ports && api_ready
 }
 
 cmd_up() {
   local start; start=$(now_ms)
+  local -a ports=(ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT)
   require_built kubernetes etcd kwok
+  if node_enabled; then require_built coredns pause; ports+=("${NODE_PORTS[@]}"); fi
   for t in openssl curl setsid flock base64; do
     command -v "$t" >/dev/null || die "'$t' is missing (scripts/setup installs it)"
   done
@@ -35,9 +44,14 @@ cmd_up() {
 
   mkdir -p "$RUN_DIR"/{pki,pids,logs,etcd}
   chmod 700 "$RUN_DIR"
-  pick_ports ETCD_PORT ETCD_PEER_PORT API_PORT KCM_PORT SCHED_PORT
+  pick_ports "${ports[@]}"
+  if node_enabled; then
+    node_net_up
+    echo "API_HOST=$NODE_IP" >>"$RUN_DIR/ports.env"
+  fi
   load_ports
   gen_pki
+  if node_in_run; then node_pki; fi
   local who
   for who in admin controller-manager scheduler kwok; do
     write_kubeconfig "$RUN_DIR/$who.kubeconfig" "$who"
@@ -47,9 +61,10 @@ cmd_up() {
   etcd_up
   log "up: etcd ready on 127.0.0.1:$ETCD_PORT ($(elapsed "$start"))"
   apiserver_up
-  log "up: kube-apiserver ready on https://127.0.0.1:$API_PORT ($(elapsed "$start"))"
+  log "up: kube-apiserver ready on https://$API_HOST:$API_PORT ($(elapsed "$start"))"
   controllers_up
   kwok_up
+  if node_in_run; then node_up; fi
   controllers_wait
   log "up: controller-manager and scheduler healthy ($(elapsed "$start"))"
 
@@ -57,8 +72,9 @@ cmd_up() {
   # The service-account controller has run once the default namespace has
   # its "default" service account; pods need it.
   wait_until kube-controller-manager 60 kctl -n default get serviceaccount default
+  if node_in_run; then node_wait; fi
   touch "$RUN_DIR/ready"
-  log "up: $NODES kwok nodes Ready; testbed up in $(elapsed "$start")"
+  log "up: $NODES kwok nodes$(node_in_run && echo " and $NODE_NAME" || true) Ready; testbed up in $(elapsed "$start")"
   link_default_kubeconfig
   print_usage
 }
@@ -85,7 +101,7 @@ unlink_default_kubeconfig() {
 print_usage() {
   load_ports
   cat <<EOU
-Testbed up: Kubernetes $(component_dir kubernetes | sed -E 's#.*/kubernetes-(v[^-]+)-.*#\1#') at https://127.0.0.1:$API_PORT, $NODES kwok nodes.
+Testbed up: Kubernetes $(component_dir kubernetes | sed -E 's#.*/kubernetes-(v[^-]+)-.*#\1#') at https://$API_HOST:$API_PORT, $NODES kwok nodes$(node_in_run && echo ", real node $NODE_NAME" || true).
   kubeconfig: $RUN_DIR/kubeconfig
   use it:     eval "\$(scripts/testbed env)"; kubectl get nodes
   logs:       $RUN_DIR/logs/
@@ -98,12 +114,14 @@ teardown() {
   # The clients first, then the API server, etcd last.
   kwok_down
   controllers_down
+  node_stop
   apiserver_down
   etcd_down
   local f
   if [ -d "$RUN_DIR/pids" ]; then
     for f in "$RUN_DIR"/pids/*; do [ -e "$f" ] && stop "$(basename "$f")"; done
   fi
+  node_net_down
   unlink_default_kubeconfig
   if [ -d "$RUN_DIR/logs" ]; then
     rm -rf "$RUN_DIR.logs"
@@ -143,6 +161,7 @@ cmd_env() {
   printf 'export KUBECONFIG=%q\n' "$RUN_DIR/kubeconfig"
   printf 'export RINGMASTER_TESTBED_DIR=%q\n' "$RUN_DIR"
   printf 'export PATH=%q:"$PATH"\n' "$(tool_path)"
+  node_env
 }
 
 cmd_exec() {
@@ -151,6 +170,7 @@ cmd_exec() {
   export KUBECONFIG="$RUN_DIR/kubeconfig" RINGMASTER_TESTBED_DIR="$RUN_DIR"
   PATH="$(tool_path):$PATH"; export PATH
   export RINGMASTER_TESTBED="$SCRIPT_DIR/testbed"
+  eval "$(node_env)"
   exec "$@"
 }
 
@@ -158,14 +178,16 @@ cmd_status() {
   local c ok=0
   if [ ! -e "$RUN_DIR" ]; then echo "testbed: down"; return 1; fi
   load_ports || true
-  for c in "${COMPONENTS_UP[@]}" training-operator; do
+  for c in $(components_up) training-operator; do
     if is_ours "$c"; then echo "  $c: running (pid $(recorded_pid "$c"))"
     elif [ -f "$RUN_DIR/pids/$c" ]; then echo "  $c: DEAD"; ok=1
     elif [ "$c" != training-operator ]; then echo "  $c: not started"; ok=1
     fi
   done
+  KUBECTL="$(component_dir kubernetes)/kubectl"
+  node_status || ok=1
   if [ $ok = 0 ] && api_ready; then
-    echo "testbed: up at https://127.0.0.1:$API_PORT; KUBECONFIG=$RUN_DIR/kubeconfig"
+    echo "testbed: up at https://$API_HOST:$API_PORT; KUBECONFIG=$RUN_DIR/kubeconfig"
   else
     echo "testbed: not healthy ($RUN_DIR)"; return 1
   fi

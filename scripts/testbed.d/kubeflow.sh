@@ -71,7 +71,7 @@ peer_up() {
   mkdir -p "$PEER_CERT_DIR"; touch "$pdir/cert-dir-ours"
   local p1 p2 p3
   load_ports
-  PORTS_TAKEN=" $ETCD_PORT $ETCD_PEER_PORT $API_PORT $KCM_PORT $SCHED_PORT "
+  PORTS_TAKEN=" $(sed -n 's/^[A-Z_]*_PORT=//p' "$RUN_DIR/ports.env" | tr '\n' ' ')"
   p1=$(free_port); PORTS_TAKEN+="$p1 "
   p2=$(free_port); PORTS_TAKEN+="$p2 "
   p3=$(free_port)

@@ -1,10 +1,11 @@
 # scripts/testbed.d/kubernetes.sh: the control plane of k8s.io/kubernetes
 # (pins in kubernetes/): kube-apiserver, kube-controller-manager,
-# kube-scheduler, and the pinned kubectl.
+# kube-scheduler, and the pinned kubectl; the same build makes the real
+# node's kubelet and kube-proxy (node.sh runs them).
 ALL_COMPONENTS+=(kubernetes)
 
 kubernetes_module() { echo k8s.io/kubernetes; }
-kubernetes_outputs() { echo kube-apiserver kube-controller-manager kube-scheduler kubectl; }
+kubernetes_outputs() { echo kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy; }
 kubernetes_build() {  # OUTDIR GO VERSION
   local out=$1 go=$2 ver=$3 ld="-s -w" p minor
   minor=$(cut -d. -f2 <<<"$ver")
@@ -17,26 +18,32 @@ kubernetes_build() {  # OUTDIR GO VERSION
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    k8s.io/kubernetes/cmd/kubectl || return 1
+    k8s.io/kubernetes/cmd/kubectl \
+    k8s.io/kubernetes/cmd/kubelet \
+    k8s.io/kubernetes/cmd/kube-proxy || return 1
 }
 
 api_ready() {
   curl -fsS --max-time 2 --cacert "$RUN_DIR/pki/ca.crt" \
     --cert "$RUN_DIR/pki/admin.crt" --key "$RUN_DIR/pki/admin.key" \
-    "https://127.0.0.1:$API_PORT/readyz" | grep -qx ok
+    "https://$API_HOST:$API_PORT/readyz" | grep -qx ok
 }
 healthz_ok() {  # PORT: a component's /healthz (anonymous is allowed there)
   curl -fsSk --max-time 2 "https://127.0.0.1:$1/healthz" | grep -qx ok
 }
 
 # apiserver_up: kube-apiserver on the ports and PKI of the run directory,
-# then wait until it is ready (used by up and restart-apiserver).
+# then wait until it is ready (used by up and restart-apiserver). It listens
+# on API_HOST: the real node's bridge address, where pods reach it too (or
+# 127.0.0.1 in a testbed without a real node).
 apiserver_up() {
-  local kdir pki="$RUN_DIR/pki"
+  local kdir pki="$RUN_DIR/pki"; local -a node_args
   kdir=$(component_dir kubernetes)
+  if node_in_run; then mapfile -t node_args < <(node_apiserver_args)
+  else node_args=(--advertise-address 127.0.0.1 --endpoint-reconciler-type none); fi
   start kube-apiserver "$kdir/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$API_PORT" \
+    --bind-address "$API_HOST" --secure-port "$API_PORT" "${node_args[@]}" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \
@@ -44,7 +51,6 @@ apiserver_up() {
     --service-account-signing-key-file "$pki/sa.key" \
     --service-cluster-ip-range 10.96.0.0/16 \
     --authorization-mode Node,RBAC \
-    --endpoint-reconciler-type none \
     --allow-privileged=true --profiling=false --v=1
   wait_until kube-apiserver 120 api_ready
 }
@@ -91,5 +97,5 @@ cmd_restart_apiserver() {
   local start; start=$(now_ms)
   apiserver_down
   apiserver_up
-  log "restart-apiserver: ready again on https://127.0.0.1:$API_PORT ($(elapsed "$start"))"
+  log "restart-apiserver: ready again on https://$API_HOST:$API_PORT ($(elapsed "$start"))"
 }

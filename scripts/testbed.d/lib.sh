@@ -133,6 +133,8 @@ pick_ports() {
   rm -f "$RUN_DIR/.port"
 }
 
-load_ports() { [ -f "$RUN_DIR/ports.env" ] && . "$RUN_DIR/ports.env"; }
+# API_HOST, where the API server listens, is in ports.env when it is not
+# 127.0.0.1 (the real node's bridge address).
+load_ports() { API_HOST=127.0.0.1; [ -f "$RUN_DIR/ports.env" ] && . "$RUN_DIR/ports.env"; }
 
 kctl() { "$KUBECTL" --kubeconfig "$RUN_DIR/kubeconfig" --request-timeout=20s "$@"; }

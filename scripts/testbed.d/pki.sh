@@ -28,7 +28,7 @@ gen_pki() {
   openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=ringmaster-testbed-ca" -days 365 \
     -config "$pki/req.cnf" -extensions v3_ca -out "$pki/ca.crt" 2>/dev/null
   sign apiserver "/CN=kube-apiserver" serverAuth \
-    "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    "IP:$API_HOST,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   sign admin "/O=system:masters/CN=ringmaster-admin" clientAuth
   sign controller-manager "/CN=system:kube-controller-manager" clientAuth
   sign scheduler "/CN=system:kube-scheduler" clientAuth
@@ -47,7 +47,7 @@ kind: Config
 clusters:
 - name: ringmaster-testbed
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$API_HOST:$API_PORT
     certificate-authority-data: $(base64 -w0 <"$pki/ca.crt")
 users:
 - name: $who
