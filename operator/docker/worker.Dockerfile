@@ -1,25 +1,52 @@
-# A base image for training containers: the agent (libringmaster and the
-# ringmaster-worker program). Build from the repository root:
+# A base image for training containers: the agent (libringmaster, its headers
+# and CMake/pkg-config files under /opt/ringmaster) and the ringmaster-worker
+# program. Build from the repository root:
 #   docker build -f operator/docker/worker.Dockerfile -t ghcr.io/ringmaster/worker:0.1.0 .
-# (Not built in this repository's CI: the build machines have no container runtime.)
+# scripts/images builds it the same way (buildah) and loads it into a cluster.
+
+# ---- build: the C++ programs and the Python wheel -------------------------
+# This stage's text is identical in operator/docker/operator.Dockerfile,
+# operator/docker/worker.Dockerfile and examples/keras/Dockerfile (which stops
+# before its last RUN): a builder's layer cache (docker, or buildah --layers as
+# scripts/images runs it) builds it once for all three images. Keep them in
+# step. The agent compiles once: the wheel's CMake tree (/build) then builds
+# ringmaster-operator and ringmaster-worker from the same objects. Tests,
+# benchmarks, fuzzers and the NCCL/CUDA backend are off (the images are for
+# CPU; docs/gpu.md says how to build the agent in a CUDA image).
 FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
-      cmake ninja-build g++ libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev \
-      libgtest-dev libgmock-dev protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
-    && rm -rf /var/lib/apt/lists/*
+      cmake ninja-build g++ python3-dev python3-venv \
+      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev \
+      protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/build \
+    && /opt/build/bin/pip install --no-cache-dir --disable-pip-version-check scikit-build-core==1.1.2 nanobind==3.1.0
 WORKDIR /src
-COPY . .
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGMASTER_BUILD_TESTS=OFF -DRINGMASTER_E2E=OFF \
-    && cmake --build /build \
-    && cmake --install /build --prefix /opt/ringmaster
+# Only what the build reads (so an edit to examples/ or tests/ rebuilds nothing here).
+COPY CMakeLists.txt pyproject.toml ./
+COPY cmake cmake/
+COPY api api/
+COPY proto proto/
+COPY agent agent/
+COPY bench/common bench/common/
+COPY cli cli/
+COPY operator operator/
+COPY python python/
+COPY docs/python.md docs/
+RUN /opt/build/bin/pip wheel . --no-deps --no-build-isolation --disable-pip-version-check -w /wheels \
+      --config-settings=build-dir=/build --config-settings=cmake.build-type=Release \
+      --config-settings=cmake.define.RINGMASTER_WITH_NCCL=OFF
+RUN cmake --build /build --target ringmaster-operator ringmaster-worker ringmaster_static \
+    && strip /build/bin/ringmaster-operator \
+    && cmake --install /build --component agent --prefix /opt/ringmaster --strip
 
+# ---- the image: the agent's install tree and the runtime libraries it links
+# (gRPC, protobuf, libcrypto; nothing else) ----------------------------------
 FROM debian:12-slim
-RUN apt-get update && apt-get install -y --no-install-recommends \
-      libyaml-cpp0.7 libprotobuf32 libgrpc++1.51 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libgrpc++1.51 libprotobuf32 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 65532 --create-home --shell /usr/sbin/nologin trainer
 COPY --from=build /opt/ringmaster /opt/ringmaster
-COPY --from=build /build/bin/ringmaster-worker /usr/local/bin/ringmaster-worker
 ENV PATH=/opt/ringmaster/bin:$PATH LD_LIBRARY_PATH=/opt/ringmaster/lib
 USER 65532:65532
 # TF_CONFIG and RINGMASTER_* come from the operator.
