@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -48,6 +50,7 @@ struct Flags {
   std::string drill_task;  // "worker:1": drills apply to that task only
   bool async = false;
   bool quiet = false;
+  bool print_env = false;
 };
 
 const char kUsage[] =
@@ -55,11 +58,13 @@ const char kUsage[] =
     "float32|float16|bfloat16|float64|\n"
     "                         int32|int64] [--op sum|mean|min|max|prod] [--async] [--quiet]\n"
     "                         [--stall-at-step K] [--crash-at-step K] [--drill-task TYPE:INDEX]\n"
+    "                         [--print-env]\n"
     "Joins the collective group from TF_CONFIG and RINGMASTER_* and all-reduces synthetic gradients\n"
     "every step, verifying each element exactly. --stall-at-step K stops taking part at step K but\n"
     "stays alive; --crash-at-step K dies with SIGKILL in the middle of step K's all-reduce, only while\n"
     "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
-    "replica of a spec runs the same arguments).\n";
+    "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
+    "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n";
 
 bool ParseInt(const char* s, int* out) {
   char* end = nullptr;
@@ -128,6 +133,21 @@ double Rounded(DataType dt, double v) {
   return Load(dt, tmp, 0);
 }
 
+// TF_CONFIG and RINGMASTER_*, as this process sees them, so that a test can
+// compare them with what the operator or `ringmaster run` set.
+void PrintEnv() {
+  std::vector<std::string> lines;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv = *e;
+    if (kv.starts_with("TF_CONFIG=") || kv.starts_with("RINGMASTER_"))
+      lines.push_back("env " + std::string(kv));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  std::cout << out << std::flush;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,11 +194,14 @@ int main(int argc, char** argv) {
       f.async = true;
     } else if (a == "--quiet") {
       f.quiet = true;
+    } else if (a == "--print-env") {
+      f.print_env = true;
     } else {
       std::cerr << "ringmaster-worker: unknown flag " << a << "\n" << kUsage;
       return 2;
     }
   }
+  if (f.print_env) PrintEnv();
   auto shapes = worker::ModelByName(f.model);
   if (!shapes.ok()) return std::cerr << "ringmaster-worker: " << shapes.status().ToString() << "\n", 2;
 

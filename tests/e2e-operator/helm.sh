@@ -20,9 +20,10 @@ grep -q 'networkpolicies' "$LOGDIR/default.yaml" && fail "a networkpolicies rule
 grep -q '"secrets"' "$LOGDIR/default.yaml" || fail "no rule for the job key Secrets"
 pass "helm template: networkPolicy.enabled adds --network-policy=true and its RBAC rule, off by default"
 
-# kwok's fake nodes carry a taint: tolerate it so the pods land there.
+# kwok's fake nodes carry a taint: tolerate it so the pods land there, and
+# only there (the real node has no operator image).
 "$HELM" install rm "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \
-  --set 'tolerations[0].operator=Exists' --set "watchNamespaces={$NS}" \
+  --set 'tolerations[0].operator=Exists' --set nodeSelector.type=kwok --set "watchNamespaces={$NS}" \
   --set metrics.serviceMonitor.enabled=false >"$LOGDIR/install.log" 2>&1 ||
   { cat "$LOGDIR/install.log" >&2; fail "helm install"; }
 k -n "$NS" get deployment rm-ringmaster >/dev/null || fail "no Deployment"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The API server answers /version and /readyz, and only on 127.0.0.1.
+# The API server answers /version and /readyz, and only on 127.0.0.1 or, in a
+# testbed with a real node, on the node's bridge address (where pods reach it).
 . "$(dirname "$0")/lib.sh"
 
 version=$(k get --raw /version) || fail "GET /version failed"
@@ -13,7 +14,8 @@ verbose=$(k get --raw '/readyz?verbose') || fail "GET /readyz?verbose failed"
 grep -q '\[+\]etcd ok' <<<"$verbose" || fail "/readyz?verbose does not report etcd ok: $verbose"
 pass "/readyz is ok (etcd ok)"
 
-# The server in the kubeconfig is a loopback address.
+# The server in the kubeconfig is a loopback address, or the bridge's.
 server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-[[ "$server" == https://127.0.0.1:* ]] || fail "the API server is not on 127.0.0.1: $server"
+host=${RINGMASTER_NODE_IP:-127.0.0.1}
+[[ "$server" == "https://$host:"* ]] || fail "the API server is not on $host: $server"
 pass "the API server is $server"

@@ -97,7 +97,7 @@ stale=$(sed 's/"replicas": 2/"replicas": 4/' <<<"$stale")
 out=$(kubectl --request-timeout=30s -v=6 -n "$NS" replace -f - 2>&1 <<<"$stale") &&
   fail "an update with a stale resourceVersion succeeded"
 # kubectl -v=6 logs each response: verb="PUT" url="..." status="409 Conflict".
-grep -qE 'PUT.*https://127\.0\.0\.1:[0-9]+/apis/e2e\.ringmaster\.io/v1/namespaces/[^/]+/widgets/w1.*409 Conflict' <<<"$out" ||
+grep -qE 'PUT.*https://[0-9.]+:[0-9]+/apis/e2e\.ringmaster\.io/v1/namespaces/[^/]+/widgets/w1.*409 Conflict' <<<"$out" ||
   fail "the stale update was not answered 409 Conflict: $(grep -E 'PUT|rror' <<<"$out" | tail -3)"
 grep -q 'the object has been modified' <<<"$out" || fail "409 without the conflict message: $out"
 expect_eq "spec.replicas after the refused update" "$(k -n "$NS" get widget w1 -o jsonpath='{.spec.replicas}')" 3

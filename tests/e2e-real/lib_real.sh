@@ -1,0 +1,90 @@
+# shellcheck shell=bash disable=SC2034
+# Helpers for the real-pod end-to-end tests (sourced, bash), on top of
+# tests/e2e/lib.sh. These run on the testbed's real node (kubelet,
+# containerd, CoreDNS, kube-proxy) with the images built from the
+# repository's Dockerfiles (scripts/images), reconciled by the operator
+# running in-cluster (install.sh, the fixture that helm-installs it).
+. "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
+
+# The in-cluster operator's namespace and the namespaces it watches: one per
+# real-pod test, fixed so that the chart's Roles can be granted at install.
+OPERATOR_NS=ringmaster-system
+REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras)
+RELEASE=rm
+REAL_NODE=${RINGMASTER_REAL_NODE:-ringmaster-real-0}
+WORKER_IMAGE=ghcr.io/ringmaster/worker:0.1.0
+
+# use_namespace NAME: this test's namespace (one of REAL_NAMESPACES), emptied
+# of jobs first; its objects are dumped when the test fails.
+use_namespace() {
+  NS=$1
+  k get namespace "$NS" >/dev/null 2>&1 || fail "namespace $NS is missing (install.sh creates it)"
+  k -n "$NS" delete djob --all --wait=true --timeout=60s >/dev/null 2>&1 || true
+  wait_for 60 "no pods left in $NS" bash -c "[ -z \"\$(kubectl -n $NS get pods -o name)\" ]"
+}
+
+dump_on_failure() {
+  [ -n "${NS:-}" ] || return 0
+  {
+    echo "----- $NS: jobs, pods, events"
+    kubectl -n "$NS" get djob,pods,svc -o wide
+    kubectl -n "$NS" get djob -o yaml | sed -n '/^  status:/,$p' | head -60
+    kubectl -n "$NS" get events --sort-by=.lastTimestamp | tail -30
+    for p in $(kubectl -n "$NS" get pods -o name); do
+      echo "----- logs of $p"; kubectl -n "$NS" logs "$p" --all-containers --tail=30
+    done
+    echo "----- operator"
+    kubectl -n "$OPERATOR_NS" logs -l app.kubernetes.io/name=ringmaster-operator --tail=40
+  } >&2 2>&1 || true
+}
+# On failure, what the cluster knew, then lib.sh's exit handling.
+trap '_E2E_RC=$?; [ $_E2E_RC = 0 ] || dump_on_failure; (exit $_E2E_RC); _e2e_exit' EXIT
+
+# on_real_node: a job's YAML on stdin, every replica's pod template sent to
+# the real node (its label and its taint) on stdout. The examples' pod
+# templates are `        spec:` lines (8 spaces) under `template:`.
+on_real_node() {
+  awk -v node="$REAL_NODE" '
+    { print }
+    /^      template:$/ { in_tpl = 1; next }
+    in_tpl && /^        spec:$/ {
+      print "          nodeSelector: {ringmaster.io/node: real}"
+      print "          tolerations: [{key: ringmaster.io/real-node, operator: Exists, effect: NoSchedule}]"
+      in_tpl = 0
+    }'
+}
+
+apply_job() {  # FILE: on the real node, in $NS
+  on_real_node <"$1" | k -n "$NS" apply -f - >/dev/null || fail "kubectl apply of $1 failed"
+}
+
+job_state() { k -n "$NS" get djob "$1" -o 'jsonpath={.status.state}' 2>/dev/null || true; }
+
+# wait_job_state SECONDS JOB STATE: fails at once if the job reaches another
+# final state.
+wait_job_state() {
+  local end=$(( SECONDS + $1 )) s=""
+  while :; do
+    s=$(job_state "$2")
+    [ "$s" = "$3" ] && return 0
+    case $s in Succeeded|Failed) fail "job $2 is $s, want $3" ;; esac
+    [ "$SECONDS" -lt "$end" ] || fail "timed out after $1s: job $2 is '$s', want $3"
+    sleep 1
+  done
+}
+
+job_pod() {  # JOB TYPE INDEX: the pod's name
+  k -n "$NS" get pods -l "ringmaster.io/job-name=$1,ringmaster.io/replica-type=$2,ringmaster.io/replica-index=$3" \
+    -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null || true
+}
+
+condition_message() {  # JOB TYPE
+  k -n "$NS" get djob "$1" -o "jsonpath={.status.conditions[?(@.type==\"$2\")].message}"
+}
+
+# Every pod of the job was on the real node (and so really ran).
+expect_on_real_node() {  # JOB
+  local nodes
+  nodes=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$1" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
+  [ "$nodes" = "$REAL_NODE" ] || fail "job $1's pods ran on '$nodes', not only on $REAL_NODE"
+}
