@@ -8,34 +8,8 @@
 use_namespace rm-real-kill
 job=kill
 steps=40
-cat >"/tmp/$E2E_NAME.yaml" <<YAML
-apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
-metadata:
-  name: $job
-spec:
-  communication: {timeoutSeconds: 60}
-  runPolicy: {backoffLimit: 6, cleanPodPolicy: None}
-  replicaSpecs:
-    Chief:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: $WORKER_IMAGE
-              args: ["--model", "resnet50", "--steps", "$steps"]
-    Worker:
-      replicas: 2
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: $WORKER_IMAGE
-              args: ["--model", "resnet50", "--steps", "$steps"]
-YAML
+RESTART=OnFailure RUN_POLICY='{backoffLimit: 6, cleanPodPolicy: None}' ARGS="--model resnet50 --steps $steps" \
+  worker_job "$job" >"/tmp/$E2E_NAME.yaml"
 apply_job "/tmp/$E2E_NAME.yaml"
 chief=$(job_pod "$job" chief 0)
 wait_for 180 "the chief's pod" bash -c "[ -n \"\$(kubectl -n $NS get pods -l ringmaster.io/job-name=$job,ringmaster.io/replica-type=chief -o name)\" ]"

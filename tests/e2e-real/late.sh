@@ -4,38 +4,11 @@
 . "$(dirname "$0")/lib_real.sh"
 use_namespace rm-real-late
 job=late
-cat >"/tmp/$E2E_NAME.yaml" <<YAML
-apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
-metadata:
-  name: $job
-spec:
-  communication: {timeoutSeconds: 60}
-  runPolicy: {backoffLimit: 0, cleanPodPolicy: None}
-  replicaSpecs:
-    Chief:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: $WORKER_IMAGE
-              args: ["--model", "tiny", "--steps", "3"]
-    Worker:
-      replicas: 2
-      restartPolicy: Never
-      template:
-        spec:
-          initContainers:
+WORKER_POD_EXTRA='          initContainers:
             - name: late
-              image: $WORKER_IMAGE
-              command: ["sh", "-c", 'case \$HOSTNAME in *-worker-1) sleep 20 ;; esac']
-          containers:
-            - name: trainer
-              image: $WORKER_IMAGE
-              args: ["--model", "tiny", "--steps", "3"]
-YAML
+              image: '"$WORKER_IMAGE"'
+              command: ["sh", "-c", "case $HOSTNAME in *-worker-1) sleep 20 ;; esac"]' \
+  worker_job "$job" >"/tmp/$E2E_NAME.yaml"
 apply_job "/tmp/$E2E_NAME.yaml"
 wait_job_state 240 "$job" Succeeded
 expect_on_real_node "$job"

@@ -88,3 +88,44 @@ expect_on_real_node() {  # JOB
   nodes=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$1" -o 'jsonpath={range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
   [ "$nodes" = "$REAL_NODE" ] || fail "job $1's pods ran on '$nodes', not only on $REAL_NODE"
 }
+
+# worker_job NAME: a DistributedJob on stdout, a chief and WORKERS (2)
+# workers running ringmaster-worker ARGS ("--model tiny --steps 3") with
+# restartPolicy RESTART (Never) and runPolicy RUN_POLICY. Per test, YAML
+# lines (indented for the place they go) added to the chief's container
+# (CHIEF_EXTRA), to the workers' pod spec (WORKER_POD_EXTRA), and the
+# workers' image (WORKER_IMG, default the worker image).
+worker_job() {
+  local args="" a
+  for a in ${ARGS:---model tiny --steps 3}; do args+="${args:+, }\"$a\""; done
+  cat <<YAML
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata:
+  name: $1
+spec:
+  communication: {timeoutSeconds: 60}
+  runPolicy: ${RUN_POLICY:-{backoffLimit: 0, cleanPodPolicy: None\}}
+  replicaSpecs:
+    Chief:
+      replicas: 1
+      restartPolicy: ${RESTART:-Never}
+      template:
+        spec:
+          containers:
+            - name: trainer
+              image: $WORKER_IMAGE
+              args: [$args]
+${CHIEF_EXTRA:-}
+    Worker:
+      replicas: ${WORKERS:-2}
+      restartPolicy: ${RESTART:-Never}
+      template:
+        spec:
+${WORKER_POD_EXTRA:-}
+          containers:
+            - name: trainer
+              image: ${WORKER_IMG:-$WORKER_IMAGE}
+              args: [$args]
+YAML
+}

@@ -5,35 +5,9 @@
 . "$(dirname "$0")/lib_real.sh"
 use_namespace rm-real-missing
 job=missing
-cat >"/tmp/$E2E_NAME.yaml" <<YAML
-apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
-metadata:
-  name: $job
-spec:
-  communication: {timeoutSeconds: 60}
-  runPolicy: {backoffLimit: 0, cleanPodPolicy: Running}
-  replicaSpecs:
-    Chief:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: $WORKER_IMAGE
-              args: ["--model", "tiny", "--steps", "3"]
-              env: [{name: RINGMASTER_FORMATION_TIMEOUT_SECONDS, value: "20"}]
-    Worker:
-      replicas: 1
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: trainer
-              image: ringmaster.invalid/does-not-exist:1
-              imagePullPolicy: IfNotPresent
-YAML
+RUN_POLICY='{backoffLimit: 0, cleanPodPolicy: Running}' WORKERS=1 \
+  CHIEF_EXTRA='              env: [{name: RINGMASTER_FORMATION_TIMEOUT_SECONDS, value: "20"}]' \
+  WORKER_IMG=ringmaster.invalid/does-not-exist:1 worker_job "$job" >"/tmp/$E2E_NAME.yaml"
 apply_job "/tmp/$E2E_NAME.yaml"
 wait_job_state 180 "$job" Failed
 msg=$(condition_message "$job" Failed)
