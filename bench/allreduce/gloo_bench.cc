@@ -1,5 +1,8 @@
 // Gloo's all-reduce algorithms over its TCP transport, rendezvous through its
-// file store: one process per rank, started by bench/allreduce/run.py.
+// file store: one process per rank, started by bench/allreduce/run.py (on
+// 127.0.0.1) and bench/network/run.py (each rank in a network namespace of
+// its own, on the address in RMBENCH_HOST; the store's directory is shared,
+// as the file system is).
 #include <gloo/allreduce_bcube.h>
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring.h>
@@ -10,10 +13,12 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +26,12 @@
 #include "rmbench/bench_common.h"
 
 namespace {
+
+// Set once this rank is past the last size's barrier: every rank has then
+// printed and checked everything. A rank that exits first closes its
+// connections, and Gloo's I/O thread throws "Connection closed by peer" on
+// a rank still in the closing barrier; that is no failure then.
+std::atomic<bool> g_finished{false};
 
 std::unique_ptr<gloo::Algorithm> Make(const std::string& algo, const std::shared_ptr<gloo::Context>& ctx,
                                       float* data, int count) {
@@ -39,8 +50,13 @@ std::unique_ptr<gloo::Algorithm> Make(const std::string& algo, const std::shared
 int main(int argc, char** argv) {
   auto a = rmbench::ParseArgs(argc, argv);
   a.peer = "gloo";
+  std::set_terminate([] {
+    if (g_finished.load()) std::_Exit(0);
+    std::abort();
+  });
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
+  const char* host = std::getenv("RMBENCH_HOST");
+  attr.hostname = host && *host ? host : "127.0.0.1";
   auto dev = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore file_store(a.store);
   gloo::rendezvous::PrefixStore store(a.algo, file_store);
@@ -63,5 +79,8 @@ int main(int argc, char** argv) {
     // No rank frees this size's buffers while a peer may still write to them.
     barrier.run();
   }
-  return 0;
+  g_finished.store(true);
+  barrier.run();  // no rank leaves before every rank is past the last size
+  std::fflush(stdout);
+  std::_Exit(0);  // no teardown: the peers may already be gone
 }

@@ -19,8 +19,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 
-def iters_per_batch(nbytes):
-    return int(min(max((16 << 20) // nbytes, 1), 200))
+def iters_per_batch(nbytes, max_iters=200):
+    return int(min(max((16 << 20) // nbytes, 1), max_iters))
 
 
 def main():
@@ -30,6 +30,9 @@ def main():
     p.add_argument("--factor", type=int, default=4)
     p.add_argument("--batches", type=int, default=5)
     p.add_argument("--bytes-per-pack", type=int, default=0)
+    # bench/network/run.py lowers it: on an emulated network each of
+    # TensorFlow's small calls takes milliseconds.
+    p.add_argument("--max-iters", type=int, default=200, help="calls per timed batch at most")
     args = p.parse_args()
 
     tf_config = json.loads(os.environ["TF_CONFIG"])
@@ -56,7 +59,7 @@ def main():
         pattern = tf.constant(((rank + 1) * (idx % 13 + 1)).astype(np.float32))
         expected = (n * (n + 1) // 2 * (idx % 13 + 1)).astype(np.float32)
         zeros = tf.zeros([count], tf.float32)
-        iters = iters_per_batch(size)
+        iters = iters_per_batch(size, args.max_iters)
         allreduce(zeros)  # trace and warm up
         allreduce(zeros)
         per_iter = []
