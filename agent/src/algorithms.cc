@@ -32,19 +32,6 @@ constexpr uint32_t Tag(uint32_t phase, uint32_t step, uint32_t chunk) {
 
 }  // namespace
 
-Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size) {
-  if (impl == Implementation::kRing || impl == Implementation::kNccl) return Algorithm::kRing;
-  if (group_size <= 2)
-    return bytes <= kSmallMessageBytes * 4 ? Algorithm::kRecursiveDoubling : Algorithm::kRing;
-  if (bytes <= kSmallMessageBytes) return Algorithm::kRecursiveDoubling;
-  return bytes <= kMediumMessageBytes ? Algorithm::kHalvingDoubling : Algorithm::kRing;
-}
-
-Algorithm ChooseAlgorithm(const CommunicationOptions& o, size_t bytes, int group_size) {
-  if (o.algorithm != Algorithm::kAuto) return o.algorithm;
-  return ChooseAlgorithm(o.implementation, bytes, group_size);
-}
-
 Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataType dtype, ReduceOp op,
                  const RingTuning& tuning) {
   if (t.size() == 1 || count == 0) return OkStatus();

@@ -13,15 +13,8 @@
 namespace ringmaster::internal {
 
 // The algorithms are the public ringmaster::Algorithm (comm_options.h):
-// CommunicationOptions::algorithm forces one; kAuto means the rule below.
-
-// AUTO's rule: recursive doubling (log2 n rounds, whole message each round)
-// while it is latency-bound; for more than two members halving-doubling
-// (2 log2 n rounds, bandwidth-optimal) for medium sizes; the pipelined ring
-// above that.
-Algorithm ChooseAlgorithm(Implementation impl, size_t bytes, int group_size);
-// The options' choice: their algorithm override if set, else the rule above.
-Algorithm ChooseAlgorithm(const CommunicationOptions& o, size_t bytes, int group_size);
+// CommunicationOptions::algorithm forces one; kAuto is AUTO's choice
+// (link_model.h).
 inline constexpr size_t kSmallMessageBytes = 64 * 1024;
 inline constexpr size_t kMediumMessageBytes = 4 * 1024 * 1024;
 

@@ -9,10 +9,10 @@
 
 namespace ringmaster::internal {
 
-Status AllReducePack(Transport& t, const CommunicationOptions& o, void* buf, size_t count, DataType dtype,
-                     ReduceOp op, int64_t ranks) {
+Status AllReducePack(Transport& t, const CommunicationOptions& o, const LinkModel& link, void* buf,
+                     size_t count, DataType dtype, ReduceOp op, int64_t ranks) {
   if (t.size() > 1) {
-    const Algorithm algo = ChooseAlgorithm(o, count * DataTypeSize(dtype), t.size());
+    const Algorithm algo = ChooseAlgorithm(o, count * DataTypeSize(dtype), t.size(), link);
     RM_RETURN_IF_ERROR(AllReduce(t, algo, buf, count, dtype, op));
   }
   if (op == ReduceOp::kMean && ranks > 1) DivideBy(dtype, buf, count, ranks);
@@ -20,7 +20,7 @@ Status AllReducePack(Transport& t, const CommunicationOptions& o, void* buf, siz
 }
 
 std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& merged,
-                             int group_size, int streams) {
+                             int group_size, const LinkModel& link, int streams) {
   size_t total = 0;
   for (const auto& t : tensors) total += t.count > 0 ? t.bytes() : 0;
   const int64_t per_pack =
@@ -30,18 +30,20 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
   std::vector<Op> ops;
   for (size_t pi = 0; pi < packs.size(); ++pi) {
     Op o;
-    o.info = {
-        OpKind::kAllReduce,
-        static_cast<int32_t>(pi),
-        static_cast<int32_t>(packs.size()),
-        packs[pi].dtype,
-        packs[pi].bytes,
-        group_size > 1 ? AlgorithmName(ChooseAlgorithm(merged, packs[pi].bytes, group_size)).data() : "local",
-        timeout_s};
+    o.info = {OpKind::kAllReduce,
+              static_cast<int32_t>(pi),
+              static_cast<int32_t>(packs.size()),
+              packs[pi].dtype,
+              packs[pi].bytes,
+              group_size > 1
+                  ? AlgorithmName(ChooseAlgorithm(merged, packs[pi].bytes, group_size, link)).data()
+                  : "local",
+              timeout_s};
     o.what = "all-reduce pack " + std::to_string(pi) + " of " + std::to_string(packs.size());
     std::vector<Tensor> views;
     for (size_t idx : packs[pi].tensors) views.push_back(tensors[idx]);
-    o.run = [views = std::move(views), pack = packs[pi], op, merged, group_size](Transport& t) -> Status {
+    o.run = [views = std::move(views), pack = packs[pi], op, merged, group_size,
+             link](Transport& t) -> Status {
       auto input = [](const Tensor& v) { return v.source ? v.source : v.data; };
       char* buf;
       std::unique_ptr<char[]> staging;
@@ -58,7 +60,7 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
           off += v.bytes();
         }
       }
-      RM_RETURN_IF_ERROR(AllReducePack(t, merged, buf, pack.count, pack.dtype, op, group_size));
+      RM_RETURN_IF_ERROR(AllReducePack(t, merged, link, buf, pack.count, pack.dtype, op, group_size));
       if (staging) {
         size_t off = 0;
         for (const auto& v : views) {

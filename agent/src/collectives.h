@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "link_model.h"
 #include "op.h"
 #include "ringmaster/communicator.h"
 
@@ -22,16 +23,16 @@ inline bool ValidOp(ReduceOp o) {
 
 // The one pack all-reduce, shared by the CPU path and the GPU backend's
 // host staging: `count` elements in `buf`, reduced across the transport's
-// group with the algorithm the options choose; MEAN divides by `ranks`
-// (members x local devices).
-Status AllReducePack(Transport& t, const CommunicationOptions& o, void* buf, size_t count, DataType dtype,
-                     ReduceOp op, int64_t ranks);
+// group with the algorithm the options choose for the formation's `link`;
+// MEAN divides by `ranks` (members x local devices).
+Status AllReducePack(Transport& t, const CommunicationOptions& o, const LinkModel& link, void* buf,
+                     size_t count, DataType dtype, ReduceOp op, int64_t ranks);
 
 // Host tensors in packs (bytes_per_pack, or the automatic size for
 // `streams`): one op per pack, each staging through one buffer of its size
 // (none for a pack of one tensor). Options already merged and validated.
 std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& merged,
-                             int group_size, int streams);
+                             int group_size, const LinkModel& link, int streams);
 std::vector<Op> BroadcastOps(std::span<const Tensor> tensors, int root);
 std::vector<Op> AllGatherOps(const Tensor& in, const Tensor& out, int rank);
 std::vector<Op> BarrierOps(int group_size);

@@ -2,8 +2,12 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <cstdio>
+
 #include "collectives.h"
 #include "gpu/gpu_backend.h"
+#include "link_model.h"
 #include "log.h"
 #include "rendezvous.h"
 #include "tcp_transport.h"
@@ -123,6 +127,23 @@ Status CommunicatorImpl::Form() {
     hooks.abort_fd = group->abort_fd();
     transports.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
   }
+  // What the links are like, for AUTO (link_model.h): on the first data
+  // stream, before any collective, within the formation's timeout.
+  LinkModel link;
+  const auto probe_start = Clock::now();
+  if (Status st = ProbeLinks(*transports[0], DeadlineAfter(settings_.formation_timeout_seconds), &link);
+      !st.ok()) {
+    return Status(st.code(), "measuring the links after formation: " + st.message());
+  }
+  group->SetLink(link);
+  if (link.known() && DebugLogEnabled()) {
+    char line[200];
+    std::snprintf(
+        line, sizeof line, "links: %.1f us per step, %.3f Gbit/s, reduce %.2f GB/s (probe took %.2f ms)",
+        link.alpha_s * 1e6, 8e-9 / link.beta_s_per_byte, 1e-9 / std::max(link.gamma_s_per_byte, 1e-15),
+        std::chrono::duration<double, std::milli>(Clock::now() - probe_start).count());
+    DebugLog(line);
+  }
   auto executor = std::make_shared<Executor>(group, std::move(transports));
   group->StartMonitor();
   {
@@ -216,9 +237,8 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
   return merged;
 }
 
-CollectiveHandle CommunicatorImpl::Submit(std::vector<Op> ops, const CommunicationOptions& o,
-                                          const std::string& what, bool sync) {
-  auto ex = executor();
+CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
+                                          const CommunicationOptions& o, const std::string& what, bool sync) {
   if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
   return ex->Submit(std::move(ops), DeadlineAfter(o.EffectiveTimeout().value_or(0)), what, sync);
 }
@@ -229,16 +249,17 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
   bool device = false;
   auto merged = Resolve(o, tensors, &device);
   if (!merged.ok()) return Executor::Failed(merged.status());
+  // One formation for building the ops (its link model) and running them.
+  auto ex = executor();
+  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
   if (device) {
-    auto ex = executor();
-    if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
     auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, ex->group());
     if (!gpu_ops.ok()) return Executor::Failed(gpu_ops.status());
-    return Submit(std::move(*gpu_ops), *merged,
+    return Submit(ex, std::move(*gpu_ops), *merged,
                   "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors");
   }
-  return Submit(AllReduceOps(tensors, op, *merged, size_, settings_.streams), *merged,
-                "all-reduce of " + std::to_string(tensors.size()) + " tensors", sync);
+  return Submit(ex, AllReduceOps(tensors, op, *merged, size_, ex->group()->link(), settings_.streams),
+                *merged, "all-reduce of " + std::to_string(tensors.size()) + " tensors", sync);
 }
 
 CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensors, int root,
@@ -252,7 +273,7 @@ CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensor
   if (!merged.ok()) return Executor::Failed(merged.status());
   auto ops = BroadcastOps(tensors, root);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
-  return Submit(std::move(ops), *merged, "broadcast from " + names_[root]);
+  return Submit(executor(), std::move(ops), *merged, "broadcast from " + names_[root]);
 }
 
 CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor& out,
@@ -269,7 +290,7 @@ CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor
   }
   auto ops = AllGatherOps(in, out, rank_);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
-  return Submit(std::move(ops), *merged, "all-gather");
+  return Submit(executor(), std::move(ops), *merged, "all-gather");
 }
 
 CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, bool sync) {
@@ -277,7 +298,7 @@ CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, b
   if (!merged.ok()) return Executor::Failed(merged.status());
   auto ops = BarrierOps(size_);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
-  return Submit(std::move(ops), *merged, "barrier", sync);
+  return Submit(executor(), std::move(ops), *merged, "barrier", sync);
 }
 
 }  // namespace ringmaster::internal

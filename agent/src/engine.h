@@ -56,8 +56,8 @@ class CommunicatorImpl {
   // it) is set for a call of GPU tensors.
   StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
                                          bool* device = nullptr);
-  CollectiveHandle Submit(std::vector<Op> ops, const CommunicationOptions& o, const std::string& what,
-                          bool sync = false);
+  CollectiveHandle Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
+                          const CommunicationOptions& o, const std::string& what, bool sync = false);
 
   CommunicatorSettings settings_;
   int rank_, size_;

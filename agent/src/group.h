@@ -17,6 +17,7 @@
 
 #include "flight_recorder.h"
 #include "group_state.h"
+#include "link_model.h"
 #include "transport.h"
 
 namespace ringmaster::internal {
@@ -30,6 +31,8 @@ class GroupView {
  public:
   virtual ~GroupView() = default;
   virtual Status AbortStatus() const = 0;
+  // What the formation measured of its links (the same on every member).
+  virtual const LinkModel& link() const = 0;
 };
 
 // Where a failure is reported besides the caller's status.
@@ -66,6 +69,9 @@ class Group final : public GroupView {
   FlightRecorder& recorder() { return *config_.recorder; }
 
   Status AbortStatus() const override;
+  const LinkModel& link() const override { return link_; }
+  // Once, after ProbeLinks and before the monitor starts or any op runs.
+  void SetLink(const LinkModel& link) { link_ = link; }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   int abort_fd() const { return abort_fd_; }
   Status ForNewCall() const;
@@ -114,6 +120,7 @@ class Group final : public GroupView {
   int wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<int> diagnosing_{0};  // exchanges in progress
+  LinkModel link_;
 };
 
 }  // namespace ringmaster::internal

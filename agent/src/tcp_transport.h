@@ -24,6 +24,9 @@ inline constexpr uint32_t kDataMagic = 0x31444d52;  // "RMD1"
 // How long a wait keeps polling without sleeping (yielding the CPU between
 // tries) after the last byte moved; measured in docs/benchmarks.md.
 inline constexpr std::chrono::microseconds kSpinBeforePoll{250};
+// Messages from this size on are acknowledged without delay (TCP_QUICKACK)
+// while they stream in.
+inline constexpr size_t kQuickAckBytes = 16 * 1024;
 
 struct WireHeader {
   uint32_t magic;

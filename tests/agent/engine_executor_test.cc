@@ -103,14 +103,15 @@ TEST(Executor, PacksAcrossSlotsInOrderWithMean) {
     }
     CommunicationOptions o;
     o.bytes_per_pack = 8000;  // a pack closes once over 8000 bytes: 3 tensors, 3 packs over 2 slots
-    auto ops = AllReduceOps(ts, ReduceOp::kMean, o, n, 2);
+    auto ops = AllReduceOps(ts, ReduceOp::kMean, o, n, LinkModel{}, 2);
     EXPECT_EQ(ops.size(), 3u);
     // Two calls back to back (on other tensors): their packs share the
     // slots, in submission order.
     second[r].assign(5000, float(r + 1));
     Tensor t2{second[r].data(), int64_t(second[r].size()), DataType::kFloat32};
     auto h1 = g.executors[r]->Submit(std::move(ops), NoDeadline(), "mean");
-    auto h2 = g.executors[r]->Submit(AllReduceOps({&t2, 1}, ReduceOp::kSum, {}, n, 2), NoDeadline(), "sum");
+    auto h2 = g.executors[r]->Submit(AllReduceOps({&t2, 1}, ReduceOp::kSum, {}, n, LinkModel{}, 2),
+                                     NoDeadline(), "sum");
     st[r] = h1.Wait();
     if (st[r].ok()) st[r] = h2.Wait();
   });
@@ -142,7 +143,8 @@ TEST(Executor, TimeoutNamesTheMemberThatNeverEntered) {
     float v = 1;
     Tensor t{&v, 1, DataType::kFloat32};
     EXPECT_TRUE(g.executors[r]
-                    ->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, 1), NoDeadline(), "warm-up", true)
+                    ->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, LinkModel{}, 1), NoDeadline(),
+                             "warm-up", true)
                     .Wait()
                     .ok());
   });
@@ -153,7 +155,8 @@ TEST(Executor, TimeoutNamesTheMemberThatNeverEntered) {
   CommunicationOptions o;
   o.timeout_seconds = 5;
   for (int r = 0; r < 2; ++r)
-    h[r] = g.executors[r]->Submit(AllReduceOps({&t[r], 1}, ReduceOp::kSum, o, n, 1), g.After(5), "step");
+    h[r] = g.executors[r]->Submit(AllReduceOps({&t[r], 1}, ReduceOp::kSum, o, n, LinkModel{}, 1), g.After(5),
+                                  "step");
   ASSERT_TRUE(g.WaitRunning(0, 2) && g.WaitRunning(1, 2));
   EXPECT_FALSE(h[0].Done()) << "nothing times out before the clock moves";
   g.clock.Advance(6);
@@ -165,7 +168,9 @@ TEST(Executor, TimeoutNamesTheMemberThatNeverEntered) {
   // The recorder kept the failure; a later call fails fast with the same words.
   EXPECT_EQ(g.recorders[0]->Report(2).progress, Progress::kFailed);
   Status late =
-      g.executors[0]->Submit(AllReduceOps({&t[0], 1}, ReduceOp::kSum, o, n, 1), g.After(5), "late").Wait();
+      g.executors[0]
+          ->Submit(AllReduceOps({&t[0], 1}, ReduceOp::kSum, o, n, LinkModel{}, 1), g.After(5), "late")
+          .Wait();
   EXPECT_EQ(late.code(), StatusCode::kAborted);
   EXPECT_NE(late.message().find("/job:worker/task:1 never entered it"), std::string::npos) << late.ToString();
 }
@@ -180,7 +185,8 @@ TEST(Executor, TimeoutSaysWhoDidNotAnswer) {
   o.timeout_seconds = 2;
   for (int r = 0; r < 2; ++r) {
     Tensor t{&v[r], 1, DataType::kFloat32};
-    h[r] = g.executors[r]->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, o, n, 1), g.After(2), "step");
+    h[r] = g.executors[r]->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, o, n, LinkModel{}, 1), g.After(2),
+                                  "step");
   }
   ASSERT_TRUE(g.WaitRunning(0, 1) && g.WaitRunning(1, 1));
   g.clock.Advance(3);
@@ -196,7 +202,8 @@ TEST(Executor, AbortWakesTheRunningCollectiveAndFailsLaterOnesFast) {
   LocalGroup g(n, 1);
   float v = 1;
   Tensor t{&v, 1, DataType::kFloat32};
-  auto h = g.executors[0]->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, 1), NoDeadline(), "step");
+  auto h = g.executors[0]->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, LinkModel{}, 1), NoDeadline(),
+                                  "step");
   auto queued = g.executors[0]->Submit(BarrierOps(n), NoDeadline(), "barrier");
   ASSERT_TRUE(g.WaitRunning(0, 1));
   g.groups[0]->AbortRequested("the test says stop");
@@ -226,7 +233,8 @@ TEST(Executor, ShapeMismatchNamesBothMembersAndShapes) {
     std::vector<float> v(r == 0 ? 4 : 8, 1.0f);
     Tensor t{v.data(), int64_t(v.size()), DataType::kFloat32};
     st[r] = g.executors[r]
-                ->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, 1), NoDeadline(), "grads", true)
+                ->Submit(AllReduceOps({&t, 1}, ReduceOp::kSum, {}, n, LinkModel{}, 1), NoDeadline(), "grads",
+                         true)
                 .Wait();
   });
   for (int r = 0; r < n; ++r) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "group_util.h"
+#include "link_model.h"
 #include "net.h"
 #include "rendezvous.h"
 #include "ringmaster/agent.grpc.pb.h"
@@ -298,6 +299,20 @@ TEST(Hostile, GarbageOnTheDataPortIsRejected) {
     Hello h = good;
     h.channel = c;
     fds.push_back(send_hello(h, true));
+  }
+  // The link probe after formation (link_model.h) on the first data stream:
+  // every message of the leader's is answered in kind.
+  {
+    std::vector<char> payload(internal::kProbeBulkBytes);
+    for (int m = 0; m < internal::kProbeLatencyRounds + internal::kProbeBulkRounds + 1; ++m) {
+      internal::WireHeader h{};
+      ASSERT_TRUE(internal::ReadAll(fds[1], &h, sizeof h, internal::DeadlineAfter(10)).ok()) << m;
+      ASSERT_EQ(h.magic, internal::kDataMagic);
+      ASSERT_LE(h.length, payload.size());
+      ASSERT_TRUE(internal::ReadAll(fds[1], payload.data(), h.length, internal::DeadlineAfter(10)).ok());
+      ASSERT_TRUE(internal::WriteAll(fds[1], &h, sizeof h, internal::DeadlineAfter(10)).ok());
+      ASSERT_TRUE(internal::WriteAll(fds[1], payload.data(), h.length, internal::DeadlineAfter(10)).ok());
+    }
   }
   t0.join();
   ASSERT_TRUE(leader) << leader_status.ToString();
