@@ -1,6 +1,9 @@
 // Element-wise reduction kernels. Plain loops over restrict pointers so the
 // compiler vectorises them (kernels.cc is built with -O3; see docs/agent.md);
-// float16 and bfloat16 reduce through float.
+// float16 and bfloat16 reduce through float. The loops are compiled twice,
+// for the baseline x86-64 and for AVX2 (+ F16C for float16's conversions),
+// and ReduceInto takes the AVX2 build where the CPU has it: one binary runs
+// everywhere. Both give the same bits for every input but NaN payloads.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +15,14 @@ namespace ringmaster::internal {
 
 // inout[i] = op(inout[i], in[i]). MEAN reduces as SUM (see DivideBy).
 void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in, size_t count);
+
+// The instruction set of the reduction loops: what ReduceInto uses, and the
+// other for tests and benchmarks that compare the two.
+enum class KernelIsa { kBaseline, kAvx2 };
+KernelIsa ActiveKernelIsa();  // kAvx2 when the CPU has AVX2 and F16C
+bool KernelIsaSupported(KernelIsa isa);
+// ReduceInto with the given instruction set (which must be supported).
+void ReduceIntoWith(KernelIsa isa, DataType dtype, ReduceOp op, void* inout, const void* in, size_t count);
 // data[i] /= n: the last step of MEAN (integer types truncate, as TF does).
 void DivideBy(DataType dtype, void* data, size_t count, int64_t n);
 // Fills with the identity of `op` (0, 1, +max, -max).
