@@ -114,7 +114,7 @@ Status ProbeLinks(Transport& t, Deadline deadline, LinkModel* out) {
   }
   std::nth_element(lat.begin(), lat.begin() + lat.size() / 2, lat.end());
   const double alpha = lat[lat.size() / 2];
-  // Bandwidth: the fastest of a few 1 MiB rounds (the first ones may still
+  // Bandwidth: the faster of two 512 KiB rounds (the first one may still
   // ramp up TCP's congestion window).
   std::unique_ptr<char[]> bulk_out(new char[kProbeBulkBytes]()), bulk_in(new char[kProbeBulkBytes]);
   double bulk = 0;
@@ -124,7 +124,7 @@ Status ProbeLinks(Transport& t, Deadline deadline, LinkModel* out) {
     bulk = i == 0 ? s : std::min(bulk, s);
   }
   const double beta = std::max(bulk - alpha, 1e-12) / static_cast<double>(kProbeBulkBytes);
-  // The CPU: a float32 sum of the same megabyte (no wire involved).
+  // The CPU: a float32 sum of the same buffer (no wire involved).
   const auto r0 = std::chrono::steady_clock::now();
   ReduceInto(DataType::kFloat32, ReduceOp::kSum, bulk_in.get(), bulk_out.get(),
              kProbeBulkBytes / sizeof(float));

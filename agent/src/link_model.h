@@ -51,12 +51,12 @@ Algorithm FallbackAlgorithm(size_t bytes, int n);
 // (a test's) answers each of the probe's messages, and then the agreeing
 // all-reduce's, with one of its own of the same tag and size.
 inline constexpr int kProbeLatencyRounds = 10;
-inline constexpr int kProbeBulkRounds = 3;
-inline constexpr size_t kProbeBulkBytes = 1 << 20;
+inline constexpr int kProbeBulkRounds = 2;
+inline constexpr size_t kProbeBulkBytes = 512 << 10;
 
 // Measures the links of transport `t` (every member calls it, in the same
 // collective slot, before any collective): a few rounds of an 8-byte ring
-// exchange (alpha), of a 1 MiB one (beta) and a local reduction (gamma), then
+// exchange (alpha), of a 512 KiB one (beta) and a local reduction (gamma), then
 // a max-all-reduce of the three so every member holds the same model. Fails
 // with the transport's error (a lost peer, `deadline`).
 Status ProbeLinks(Transport& t, Deadline deadline, LinkModel* out);

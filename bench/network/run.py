@@ -206,7 +206,9 @@ def bench_ringmaster(a, n, lo, hi, batches):
     envs = []
     for cfg in tf_configs(a, n):
         env = {k: v for k, v in os.environ.items() if not k.startswith("RINGMASTER_")}
-        env.update(TF_CONFIG=cfg, RINGMASTER_PORT=str(AGENT_PORT))
+        # debug: each member's log (logs/) records what its formation
+        # measured of the links, which AUTO chooses from.
+        env.update(TF_CONFIG=cfg, RINGMASTER_PORT=str(AGENT_PORT), RINGMASTER_LOG_LEVEL="debug")
         envs.append(env)
     cmds = [in_ns(i, [str(a.ringmaster), "bench", "--member", "-a", "all", "-b", str(lo), "-e", str(hi),
                       "-f", str(a.factor), "--batches", str(batches)]) for i in range(n)]
