@@ -17,6 +17,9 @@
 # links) and 10.213.0.0/24, a range this machine does not use (`up` checks).
 set -euo pipefail
 PREFIX=rmbench-h BRIDGE=rmbench0 VETH=rmbench-v NET=10.213.0 HOSTIP=254
+# `ip netns add` makes /run/netns a mount point the first time; when that was
+# our doing (this marker says so), `down` undoes it once no namespace is left.
+MOUNT_MARKER=/run/rmbench-made-netns-mount
 
 down() {
   local ns pid
@@ -31,6 +34,12 @@ down() {
     ip link delete "$link" 2>/dev/null || true
   done
   ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE" || true
+  if [ -e "$MOUNT_MARKER" ] && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    if ! mountpoint -q /run/netns || umount /run/netns 2>/dev/null; then
+      rmdir /run/netns 2>/dev/null || true
+      rm -f "$MOUNT_MARKER"
+    fi
+  fi
 }
 
 up() {
@@ -42,6 +51,7 @@ up() {
     exit 1
   fi
   down
+  mountpoint -q /run/netns || touch "$MOUNT_MARKER"
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.$HOSTIP/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
