@@ -49,8 +49,12 @@ HandshakeAcceptor::Step HandshakeAcceptor::OnHello() {
   std::memcpy(&hello_, buf_, sizeof hello_);
   const Hello& h = hello_;
   const auto rank = static_cast<uint32_t>(view_.rank), size = static_cast<uint32_t>(view_.size);
-  if (h.magic != kHelloMagic || h.version != kProtocolVersion)
-    return {Kind::kRejected, "", "not a Ringmaster hello"};
+  if (h.magic != kHelloMagic) return {Kind::kRejected, "", "not a Ringmaster hello"};
+  if (h.version != kProtocolVersion) {
+    return {Kind::kRejected, "",
+            "a hello of protocol version " + std::to_string(h.version) + " (this agent speaks " +
+                std::to_string(kProtocolVersion) + "; every member must run the same Ringmaster release)"};
+  }
   if (h.to_rank != rank || h.group_size != size || h.from_rank <= rank || h.from_rank >= size ||
       h.channel >= static_cast<uint32_t>(view_.channels)) {
     return {Kind::kRejected, "", "a hello for another member or group"};

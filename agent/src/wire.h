@@ -17,7 +17,9 @@ inline constexpr uint32_t kChallengeMagic = 0x324e4d52;  // "RMN2"
 inline constexpr uint32_t kProofMagic = 0x32504d52;      // "RMP2"
 inline constexpr uint32_t kAckMagic = 0x32414d52;        // "RMA2"
 inline constexpr uint32_t kControlMagic = 0x31434d52;    // "RMC1"
-inline constexpr uint32_t kProtocolVersion = 2;
+// 3: formation ends with the link probe on the first data stream
+// (link_model.h), which a version-2 member would never answer.
+inline constexpr uint32_t kProtocolVersion = 3;
 inline constexpr uint32_t kMaxControlText = 4096;
 
 // The data-plane handshake, once per connection at formation (handshake.h):

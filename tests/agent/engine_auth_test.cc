@@ -163,6 +163,11 @@ TEST(Handshake, StrangersAreRejectedOnTheirHello) {
   h = good;
   h.magic = 0x78787878;
   EXPECT_EQ(feed(h).why, "not a Ringmaster hello");
+  h = good;
+  h.version = 2;  // an agent from before the link probe
+  EXPECT_EQ(feed(h).why,
+            "a hello of protocol version 2 (this agent speaks 3; every member must run the same Ringmaster "
+            "release)");
   HandshakeAcceptor acc(view, internal::FreshNonce());
   EXPECT_EQ(acc.Feed("xyz").kind, Kind::kNeedMore);
   EXPECT_EQ(acc.Need(), sizeof(Hello) - 3) << "never more than one message is buffered";
