@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -69,10 +70,23 @@ inline uint16_t F2B(float value) {
 // Each op's scalar form, and (x86-64) its 8 x float form for float16 under
 // F16C: min/max take the operands in the order that keeps the scalar
 // form's answer for NaNs and signed zeros (minps(x, y) = x < y ? x : y).
+// Integers wrap around on overflow, as TensorFlow's do (two's complement),
+// computed in unsigned arithmetic so that it is defined behaviour.
+template <typename T, bool = std::is_integral_v<T>>
+struct WrapOf {
+  using type = T;
+};
+template <typename T>
+struct WrapOf<T, true> {
+  using type = std::make_unsigned_t<T>;
+};
+template <typename T>
+using Wrap = typename WrapOf<T>::type;
+
 struct Sum {
   template <typename T>
   static T Apply(T a, T b) {
-    return a + b;
+    return static_cast<T>(static_cast<Wrap<T>>(a) + static_cast<Wrap<T>>(b));
   }
 #if defined(__x86_64__)
   [[gnu::target("avx2,f16c")]] static __m256 Vec(__m256 a, __m256 b) {
@@ -83,7 +97,7 @@ struct Sum {
 struct Prod {
   template <typename T>
   static T Apply(T a, T b) {
-    return a * b;
+    return static_cast<T>(static_cast<Wrap<T>>(a) * static_cast<Wrap<T>>(b));
   }
 #if defined(__x86_64__)
   [[gnu::target("avx2,f16c")]] static __m256 Vec(__m256 a, __m256 b) {

@@ -7,28 +7,69 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <random>
 #include <vector>
 
 namespace ringmaster::internal {
 
-// `count` distinct ports the kernel just handed out: all are bound at once
-// (so no two are the same) and released together just before returning, for
-// the caller's processes to take. Empty when a socket could not be bound
-// (errno says why).
+// `count` distinct free ports, all bound at once (so no two are the same)
+// and released together just before returning, for the caller's processes
+// to take. They come from just below the kernel's ephemeral range
+// (ip_local_port_range), at a random place: a port from inside that range
+// could be handed to some other process's outgoing connection between our
+// release and the caller's bind (seen as "address already in use" when tests
+// run in parallel); below it, only another explicit bind can take it. Falls
+// back to ports the kernel picks when that range is unusable. Empty when a
+// socket could not be bound (errno says why).
 inline std::vector<int> FreeLocalPorts(int count) {
-  std::vector<int> socks, ports;
-  bool ok = true;
-  for (int i = 0; i < count && ok; ++i) {
+  auto bind_port = [](int port, int* fd_out) {  // port 0: the kernel picks
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
     socklen_t len = sizeof addr;
-    ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-         ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-    if (fd >= 0) socks.push_back(fd);
-    if (ok) ports.push_back(ntohs(addr.sin_port));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      return -1;
+    }
+    *fd_out = fd;
+    return static_cast<int>(ntohs(addr.sin_port));
+  };
+  std::vector<int> socks, ports;
+  int ephemeral_low = 32768;
+  if (std::FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &ephemeral_low) != 1) ephemeral_low = 32768;
+    std::fclose(f);
+  }
+  const int base = std::max(1024, ephemeral_low - 12000), span = ephemeral_low - base;
+  if (span >= 1000) {
+    const int start = static_cast<int>(std::random_device{}() % static_cast<unsigned>(span));
+    for (int i = 0; i < span && static_cast<int>(ports.size()) < count; ++i) {
+      int fd = -1;
+      const int port = bind_port(base + (start + i) % span, &fd);
+      if (port < 0) continue;  // taken (or in TIME_WAIT): the next one
+      socks.push_back(fd);
+      ports.push_back(port);
+    }
+  }
+  bool ok = true;
+  while (ok && static_cast<int>(ports.size()) < count) {
+    int fd = -1;
+    const int port = bind_port(0, &fd);
+    ok = port >= 0;
+    if (ok) {
+      socks.push_back(fd);
+      ports.push_back(port);
+    }
   }
   const int saved = errno;
   for (int fd : socks) ::close(fd);
