@@ -98,6 +98,13 @@ void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaE
 
 }  // namespace
 
+bool StatusBeforeActions(const Plan& plan) {
+  for (const ApiAction& a : plan.actions) {
+    if (a.kind == ApiActionKind::kDeletePod || a.kind == ApiActionKind::kDeleteJob) return true;
+  }
+  return false;
+}
+
 Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* service, const Pending& pending,
              int64_t now, const BuildOptions& opts) {
   LoadedJob loaded = DecodeJob(job_obj);

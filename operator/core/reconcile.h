@@ -56,4 +56,12 @@ struct Plan {
 Plan PlanJob(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
              const nlohmann::json* service, const Pending& pending, int64_t now, const BuildOptions& opts);
 
+// Whether the shell writes plan.status before it makes plan.actions. Before,
+// when the plan deletes anything: a failed pod is the evidence of a restart
+// (and a finished job of its TTL), so what it implies (the restart count,
+// the condition) is stored before the evidence goes; a crash in between then
+// repeats the deletion, never the count. After, otherwise: a new job's
+// creations then wait for no status round trip, and the status is the same.
+bool StatusBeforeActions(const Plan& plan);
+
 }  // namespace ringmaster::op

@@ -20,8 +20,8 @@
 namespace ringmaster::op {
 
 struct ClientOptions {
-  double qps = 50;
-  int burst = 100;
+  double qps = 500;  // the operator's defaults (operator/main.cc)
+  int burst = 1000;
   std::chrono::seconds request_timeout{30};
 };
 

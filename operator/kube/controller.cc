@@ -186,8 +186,6 @@ void Controller::Worker() {
 }
 
 Status Controller::Sync(const std::string& key) {
-  const auto slash = key.find('/');
-  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
   std::optional<json> job;
   size_t idx = 0;
   for (size_t i = 0; i < job_informers_.size(); ++i) {
@@ -208,23 +206,30 @@ Status Controller::Sync(const std::string& key) {
   Plan plan =
       PlanJob(*job, pods, service ? &*service : nullptr, expectations_.Get(key, now), now, options_.build);
 
-  if (plan.status) {
-    json updated = *job;
-    updated["status"] = *plan.status;
-    auto resp = client_.Request("PUT", JobsPath(ns) + "/" + name + "/status", &updated);
-    if (!resp.ok()) return resp.status();
-    if (resp->code == 409) return AbortedError("status of " + key + " changed meanwhile (409)");
-    if (resp->code == 404) return OkStatus();
-    if (!resp->ok()) return UnavailableError("status update of " + key + ": " + resp->Message());
-    job_informers_[idx]->Upsert(resp->body);
-    LogInfo("status", {{"job", key}, {"state", plan.state}});
-  }
+  const bool status_first = StatusBeforeActions(plan);
+  if (status_first) RM_RETURN_IF_ERROR(WriteStatus(key, idx, *job, plan));
   for (const auto& e : plan.events) RecordEvent(*job, e.warning, e.reason, e.message);
   bool requeue = false;
   Execute(key, *job, plan, &requeue);
+  if (!status_first) RM_RETURN_IF_ERROR(WriteStatus(key, idx, *job, plan));
   if (plan.requeue_after_seconds)
     queue_.AddAfter(key, std::chrono::milliseconds(*plan.requeue_after_seconds * 1000 + 200));
   if (requeue) return UnavailableError("some API calls for " + key + " failed");
+  return OkStatus();
+}
+
+Status Controller::WriteStatus(const std::string& key, size_t idx, const json& job, const Plan& plan) {
+  if (!plan.status) return OkStatus();
+  const std::string ns = MetadataString(job, "namespace"), name = MetadataString(job, "name");
+  json updated = job;
+  updated["status"] = *plan.status;
+  auto resp = client_.Request("PUT", JobsPath(ns) + "/" + name + "/status", &updated);
+  if (!resp.ok()) return resp.status();
+  if (resp->code == 409) return AbortedError("status of " + key + " changed meanwhile (409)");
+  if (resp->code == 404) return OkStatus();
+  if (!resp->ok()) return UnavailableError("status update of " + key + ": " + resp->Message());
+  job_informers_[idx]->Upsert(resp->body);
+  LogInfo("status", {{"job", key}, {"state", plan.state}});
   return OkStatus();
 }
 
@@ -259,29 +264,34 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
     }
   }
   if (!prerequisites) *requeue = true;
+  // The headless Service goes with the pods: they need it only to be found
+  // by name, which the agent's formation waits for anyway.
+  const ApiAction* service = nullptr;
+  for (const ApiAction& a : plan.actions) {
+    if (a.kind != ApiActionKind::kCreateService) continue;
+    service = &a;
+    calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/services", &a.object});
+  }
   for (const ApiAction& a : plan.actions) {
     if (a.kind != ApiActionKind::kCreatePod || !prerequisites) continue;
     expectations_.ExpectCreate(key, a.name, now);
     pod_creates.push_back(&a);
     calls.push_back({"POST", pods_path, &a.object});
   }
-  bool service_failed = false;
-  for (const ApiAction& a : plan.actions) {
-    if (a.kind != ApiActionKind::kCreateService) continue;
-    auto resp = client_.Request("POST", "/api/v1/namespaces/" + ns + "/services", &a.object);
-    if (!resp.ok() || (!resp->ok() && resp->code != 409)) {
-      service_failed = true;
-      LogWarning("service create failed",
-                 {{"job", key}, {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
-    } else if (resp->ok()) {
-      RecordEvent(job, false, a.reason, "created headless Service " + a.name);
+  const auto answers = client_.RequestAll(calls);
+  const size_t first_pod = service ? 1 : 0;
+  if (service) {
+    const HttpResponse& resp = answers[0];
+    if (resp.ok()) {
+      RecordEvent(job, false, service->reason, "created headless Service " + service->name);
+    } else if (resp.code != 409) {
+      *requeue = true;
+      LogWarning("service create failed", {{"job", key}, {"error", resp.Message()}});
     }
   }
-  if (service_failed) *requeue = true;
-  const auto answers = client_.RequestAll(calls);
-  for (size_t i = 0; i < answers.size(); ++i) {
+  for (size_t i = first_pod; i < answers.size(); ++i) {
     const auto& resp = answers[i];
-    const std::string& name = pod_creates[i]->name;
+    const std::string& name = pod_creates[i - first_pod]->name;
     if (resp.ok()) {
       metrics_.Add("ringmaster_pods_created_total", 1);
       created.push_back(name);
@@ -300,7 +310,7 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
       case ApiActionKind::kCreateNetworkPolicy:
         break;  // above
       case ApiActionKind::kCreatePod:
-        break;  // below, all at once
+        break;  // above, all at once
       case ApiActionKind::kDeletePod: {
         expectations_.ExpectDelete(key, a.name, now);
         auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);

@@ -42,6 +42,9 @@ class Controller {
   void Worker();
   Status Sync(const std::string& key);
   void Execute(const std::string& key, const nlohmann::json& job, const struct Plan& plan, bool* requeue);
+  // PUTs plan.status, if any, and puts the answer into job informer `idx`'s
+  // cache. A 404 (the job is gone) is OK; a 409 is Aborted (retried quietly).
+  Status WriteStatus(const std::string& key, size_t idx, const nlohmann::json& job, const struct Plan& plan);
   // POSTs `object` (a's) to `collection`; AlreadyExists is fine when the
   // object there is controlled by the job. False (with a Warning event
   // `failure_reason`) otherwise.

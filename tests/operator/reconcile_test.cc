@@ -174,6 +174,32 @@ TEST(PlanJob, ExitCodePolicyRestartsOnSignalsOnly) {
   EXPECT_TRUE(has_failed_event);
 }
 
+TEST(StatusBeforeActions, WhenThePlanDeletesAndOnlyThen) {
+  json job = QuickstartObject();
+  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
+  job["spec"]["runPolicy"]["backoffLimit"] = 5;
+  const json svc = json::object();
+  // A new job: creations only, the status after them.
+  Plan created = PlanJob(job, {}, nullptr, {}, kNow, {});
+  ASSERT_FALSE(Names(created, ApiActionKind::kCreatePod).empty());
+  ASSERT_TRUE(created.status.has_value());
+  EXPECT_FALSE(StatusBeforeActions(created));
+  // A restart: the count is written before the failed pod is deleted.
+  auto pods = AllPods(job, "Running");
+  Find(pods, "quickstart-worker-1") = PodWithPhase(Find(pods, "quickstart-worker-1"), "Failed", 137);
+  Plan restart = PlanJob(job, pods, &svc, {}, kNow, {});
+  ASSERT_EQ(Names(restart, ApiActionKind::kDeletePod), std::vector<std::string>{"quickstart-worker-1"});
+  EXPECT_TRUE(StatusBeforeActions(restart));
+  // The TTL: the finished job's status before the job is deleted.
+  job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 30;
+  auto done_pods = AllPods(job, "Running");
+  Find(done_pods, "quickstart-chief-0") = PodWithPhase(Find(done_pods, "quickstart-chief-0"), "Succeeded", 0);
+  Plan done = PlanJob(job, done_pods, &svc, {}, kNow, {});
+  Plan ttl = PlanJob(WithStatus(job, done), {}, &svc, {}, kNow + 31, {});
+  ASSERT_EQ(Names(ttl, ApiActionKind::kDeleteJob), std::vector<std::string>{"quickstart"});
+  EXPECT_TRUE(StatusBeforeActions(ttl));
+}
+
 TEST(PlanJob, BackoffLimitFailsTheJob) {
   json job = QuickstartObject();
   job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
