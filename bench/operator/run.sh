@@ -12,19 +12,31 @@
 #                 BARE_PARALLEL streams in flight on one TLS connection; then
 #                 every pod Running (scheduler + kwok), and one
 #                 DeleteCollection of the pods until every pod is gone;
+#   bare-job      the bare client creating what the operator creates: the
+#                 jobs (no operator runs), then each job's headless Service,
+#                 key Secret and pods, owned by the job (Ringmaster's own
+#                 objects, renamed), BARE_PARALLEL in flight; then every pod
+#                 Running. What Kubernetes itself does for a job (the
+#                 scheduler's spreading over a Service's pods, endpoints, the
+#                 garbage collector's graph) costs the same here as under the
+#                 operator, so this is the limit for an operator's creation
+#                 rate on the same machine. Needs the ringmaster run before
+#                 it (its objects); its deletion is not timed;
 #   kubeflow      Kubeflow's training-operator v1.8.1 on equivalent TFJobs,
 #                 its defaults (1 controller thread; controller-runtime's
 #                 client QPS 20, burst 30);
 #   kubeflow-qps  the same with Ringmaster's QPS and burst (a build with two
 #                 added flags, see bench/operator/kubeflow-qps.sh).
 # Prints one markdown table per scale (times, pods/s, fraction of the bare
-# client's creation rate, peak RSS, CPU) and, with two scales or more, each
-# operator's peak RSS fitted against pods (bytes per pod).
+# clients' creation rates, peak RSS, CPU; and the profile of the creation
+# phase: the API server's CPU, the cores busy, the API writes per pod, each
+# control-plane process's CPU) and, with two scales or more, each operator's
+# peak RSS fitted against pods (bytes per pod).
 #
 #   bench/operator/run.sh [OPERATOR_BINARY]   (default build/bin/ringmaster-operator)
 #   env: JOBS="100 1000"  scales (number of jobs); default 50
 #        WORKERS=9        workers per job (pods per job: WORKERS + 1); default 8
-#        RUNS="ringmaster bare kubeflow kubeflow-qps"   what to measure (this order)
+#        RUNS="ringmaster bare bare-job kubeflow kubeflow-qps"   what to measure (this order)
 #        LIMIT_S=900      per phase (create, delete) before giving up
 #        BARE_PARALLEL=64 the bare client's requests in flight
 #        MEASURE_DELETE="ringmaster kubeflow"  the runs whose deletion is
@@ -34,9 +46,12 @@
 #        RINGMASTER_QPS, RINGMASTER_BURST, RINGMASTER_WORKERS: passed to the
 #                         operator (its defaults otherwise); kubeflow-qps
 #                         uses the same QPS and burst
-#   The 1,000- and 10,000-pod runs of docs/benchmarks.md, "Operator at scale" (~75 min on 2 cores):
-#     RINGMASTER_QPS=500 RINGMASTER_BURST=1000 RINGMASTER_WORKERS=8 JOBS="100 1000" WORKERS=9 \
-#       LIMIT_S=1500 bench/operator/run.sh build/bin/ringmaster-operator
+#   Everything of docs/benchmarks.md, "Operator at scale", in one command
+#   (the operator's defaults; roughly 2 hours on 2 cores, most of it Kubeflow
+#   at its defaults at 10,000 pods, ~10 pods/s, and the garbage collector's
+#   deletions; MEASURE_DELETE="" leaves those out):
+#     JOBS="100 1000" WORKERS=9 LIMIT_S=1500 bench/operator/run.sh build/bin/ringmaster-operator
+#   The second pass's tables came from the two commands given there.
 #   A run that passes LIMIT_S exits 1, saying how many pods it had by then,
 #   the operator's CPU and peak RSS.
 #
@@ -49,7 +64,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OPERATOR=${1:-$ROOT/build/bin/ringmaster-operator}
 SCALES=${JOBS:-50}
 WORKERS=${WORKERS:-8}
-RUNS=${RUNS:-ringmaster bare kubeflow kubeflow-qps}
+RUNS=${RUNS:-ringmaster bare bare-job kubeflow kubeflow-qps}
+JOB_LABEL=ringmaster.io/job-name
 LIMIT_S=${LIMIT_S:-900}
 BARE_PARALLEL=${BARE_PARALLEL:-64}
 MEASURE_DELETE=${MEASURE_DELETE-$RUNS}
@@ -88,6 +104,40 @@ cpu_seconds() {  # PID: utime+stime in seconds
   awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
 }
 peak_rss_kib() { awk '/VmHWM/ { print $2 }' "/proc/$1/status"; }
+# The profile of the creation phase: what bounds it is the API server on
+# the same cores. APISERVER_PID's CPU seconds, the machine's busy CPU
+# seconds (all cores, from /proc/stat), and the API server's write requests
+# (POST, PUT, PATCH, DELETE in apiserver_request_total: every client's,
+# the scheduler's, kwok's and the controllers' as well).
+APISERVER_PID=$(awk '{print $1}' "$RUN_DIR/pids/kube-apiserver")
+busy_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
+}
+api_writes() {
+  "${CURL[@]}" --max-time 60 "$SERVER/metrics" |
+    awk '/^apiserver_request_total\{/ && /verb="(POST|PUT|PATCH|DELETE)"/ { n += $NF } END { printf "%d\n", n }'
+}
+# components_cpu [OPERATOR_PID]: "name seconds" for each testbed process
+# (and the operator).
+components_cpu() {
+  local f
+  for f in "$RUN_DIR"/pids/*; do echo "$(basename "$f") $(cpu_seconds "$(awk '{print $1}' "$f")")"; done
+  [ -z "${1:-}" ] || echo "operator $(cpu_seconds "$1")"
+}
+# profile_start [OPERATOR_PID] / profile_end: the phase's API server CPU,
+# machine busy CPU and API writes into P_API_CPU P_BUSY P_WRITES, and each
+# component's CPU seconds into P_COMPONENTS ("name=seconds ...").
+profile_start() {
+  P_OP=${1:-}
+  P0_API=$(cpu_seconds "$APISERVER_PID"); P0_BUSY=$(busy_seconds); P0_WRITES=$(api_writes)
+  components_cpu "$P_OP" >"$WORK/cpu0"
+}
+profile_end() {
+  P_API_CPU=$(echo "$(cpu_seconds "$APISERVER_PID") - $P0_API" | bc)
+  P_BUSY=$(echo "$(busy_seconds) - $P0_BUSY" | bc)
+  P_WRITES=$(( $(api_writes) - P0_WRITES ))
+  P_COMPONENTS=$(components_cpu "$P_OP" | awk 'NR == FNR { c[$1] = $2; next } { printf "%s=%.1f ", $1, $2 - c[$1] }' "$WORK/cpu0" -)
+}
 # count_pods NS: how many pods exist (a list of one item and its remainingItemCount).
 count_pods() {
   "${CURL[@]}" --max-time 60 "$SERVER/api/v1/namespaces/$1/pods?limit=1" |
@@ -113,6 +163,16 @@ post_all() {
     echo "run.sh: POST $url: not every object was created (count, HTTP code): $codes $(sort "$dir.curl.err" | uniq -c | head -5)" >&2
     return 1
   fi
+}
+# wait_all_running RUN NS: checks that every pod exists, then waits until
+# every one is Running (a bare client's pods: no job to ask).
+wait_all_running() {
+  local n end=$(( SECONDS + LIMIT_S ))
+  n=$(count_pods "$2"); [ "$n" -ge "$PODS" ] || { echo "run.sh: $1: $n pods, not $PODS" >&2; exit 1; }
+  until [ "$(not_running "$2")" = 0 ]; do
+    [ "$SECONDS" -lt "$end" ] || { echo "run.sh: $1: pods not Running within ${LIMIT_S}s" >&2; exit 1; }
+    sleep "$POLL_S"
+  done
 }
 # delete_collection PATH [BODY]: one DeleteCollection.
 delete_collection() {
@@ -152,13 +212,14 @@ new_ns() {
 measure() {
   local ns=$1 kind=$2 path=$3 jp=$4 want=$5 pid=$6 start cpu0 n r t_pods="" t_run="" end
   cpu0=$(cpu_seconds "$pid")
+  profile_start "$pid"
   start=$(now)
   post_all "$SERVER/apis/$path/namespaces/$ns/$kind" "$WORK/$kind"
   end=$(( SECONDS + LIMIT_S ))
   while [ "$SECONDS" -lt "$end" ]; do
     if [ -z "$t_pods" ]; then
       n=$(count_pods "$ns") || n=0
-      [ "$n" -ge "$PODS" ] && t_pods=$(since "$start")
+      if [ "$n" -ge "$PODS" ]; then t_pods=$(since "$start"); profile_end; fi
     fi
     if [ -n "$t_pods" ]; then
       r=$(k -n "$ns" get "$kind" -o "jsonpath=$jp" 2>/dev/null | grep -c "^$want\$" || true)
@@ -175,8 +236,10 @@ measure() {
   T_PODS=$t_pods T_RUNNING=$t_run
   CPU=$(echo "$(cpu_seconds "$pid") - $cpu0" | bc)
   RSS_KIB=$(peak_rss_kib "$pid")
-  if [ "$kind" = distributedjobs ]; then  # the bare client's pod: one of Ringmaster's
+  if [ "$kind" = distributedjobs ]; then  # the bare clients' objects: Ringmaster's
     k -n "$ns" get pods -o json | jq '.items[0]' >"$WORK/pod-template.json"
+    k -n "$ns" get services -o json | jq '.items[0]' >"$WORK/service-template.json"
+    k -n "$ns" get secrets -l "$JOB_LABEL" -o json | jq '.items[0]' >"$WORK/secret-template.json"
   fi
   if [[ " $MEASURE_DELETE " == *" $run "* ]]; then
     start=$(now)
@@ -210,6 +273,35 @@ write_pods() {
       .metadata.ownerReferences, .metadata.managedFields, .metadata.generateName, .metadata.namespace,
       .status, .spec.nodeName) | . as $p | range(1; $n + 1) | . as $i | $p | .metadata.name = "bare-\($i)"' \
     "$tmpl" | awk -v d="$WORK/pods" '{ print > (d "/" NR ".json"); close(d "/" NR ".json") }'
+}
+
+# The bare client's objects of every job (run bare-job), owned by the jobs
+# in JOBS_JSON (a list of {name, uid}): its headless Service, its key
+# Secret and its pods, Ringmaster's own objects renamed (the job's name in
+# names, labels, selector and owner reference). Into $WORK/job-{services,secrets,pods}.
+write_job_objects() {
+  local kind
+  for kind in service secret pod; do
+    [ -s "$WORK/$kind-template.json" ] && [ "$(cat "$WORK/$kind-template.json")" != null ] ||
+      { echo "run.sh: bare-job needs the ringmaster run before it (for its objects)" >&2; exit 1; }
+  done
+  rm -rf "$WORK"/job-{services,secrets,pods}; mkdir -p "$WORK"/job-{services,secrets,pods}
+  jq -nc --slurpfile svc "$WORK/service-template.json" --slurpfile sec "$WORK/secret-template.json" \
+      --slurpfile pod "$WORK/pod-template.json" --slurpfile jobs "$JOBS_JSON" --argjson w "$WORKERS" '
+    ($pod[0].metadata.ownerReferences[0].name) as $old
+    | def own($j): .metadata.ownerReferences = [.metadata.ownerReferences[0] | .name = $j.name | .uid = $j.uid]
+        | .metadata.labels |= with_entries(if .value == $old then .value = $j.name else . end)
+        | del(.metadata.uid, .metadata.resourceVersion, .metadata.creationTimestamp, .metadata.managedFields,
+              .metadata.namespace, .status);
+      $jobs[0][] as $j
+      | ($svc[0] | own($j) | .metadata.name = $j.name | .spec.selector |= with_entries(.value = $j.name)
+           | del(.spec.clusterIPs) | {dir: "services", o: .}),
+        ($sec[0] | own($j) | .metadata.name = ($j.name + "-ringmaster-key") | {dir: "secrets", o: .}),
+        (range(0; $w + 1) as $r | $pod[0] | own($j) | del(.spec.nodeName)
+           | .metadata.name = ($j.name + (if $r == 0 then "-chief-0" else "-worker-\($r - 1)" end))
+           | {dir: "pods", o: .})' |
+    awk -v d="$WORK/job-" '{ match($0, /^\{"dir":"[a-z]+"/); dir = substr($0, 9, RLENGTH - 9)
+      sub(/^\{"dir":"[a-z]+","o":/, ""); sub(/\}$/, ""); f = d dir "/" NR ".json"; print > f; close(f) }'
 }
 
 # kwok nodes: 110 pods each; enough for the largest scale.
@@ -247,6 +339,7 @@ until [ "$(k get nodes -l ringmaster-bench=1 -o jsonpath='{range .items[*]}{.sta
 done
 
 ratio() { case "$1$2" in *'>'*|*-*) echo "-" ;; *) printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)" ;; esac; }
+per_pod() { printf "%.2f" "$(echo "scale=4; $1 * 1000 / $PODS" | bc)"; }
 rate() { case "$1" in *'>'*|-) echo "-" ;; *) echo "scale=0; $PODS / $1" | bc ;; esac; }
 declare -A R   # R[run,field]
 FIT=""         # lines "run pods rss_kib"
@@ -271,15 +364,12 @@ for JOBS_N in $SCALES; do
         ;;
       bare)
         write_pods
+        profile_start
         start=$(now)
         post_all "$SERVER/api/v1/namespaces/$ns/pods" "$WORK/pods"
         T_PODS=$(since "$start")
-        n=$(count_pods "$ns"); [ "$n" -ge "$PODS" ] || { echo "run.sh: bare: $n pods, not $PODS" >&2; exit 1; }
-        end=$(( SECONDS + LIMIT_S ))
-        until [ "$(not_running "$ns")" = 0 ]; do
-          [ "$SECONDS" -lt "$end" ] || { echo "run.sh: bare: pods not Running within ${LIMIT_S}s" >&2; exit 1; }
-          sleep "$POLL_S"
-        done
+        profile_end
+        wait_all_running "bare" "$ns"
         T_RUNNING=$(since "$start")
         T_GONE=-
         if [[ " $MEASURE_DELETE " == *" bare "* ]]; then
@@ -288,6 +378,33 @@ for JOBS_N in $SCALES; do
           T_GONE=$(wait_gone "$ns" "$start")
         fi
         CPU=- RSS_KIB=-
+        ;;
+      bare-job)
+        # The same objects as the operator creates, by the bare client: the
+        # jobs (no operator runs: they only own), then each job's Service,
+        # Secret and pods. Timed without the jq that writes the objects
+        # between the two (it needs the jobs' uids), and that jq's CPU is
+        # taken out of the machine's busy seconds.
+        profile_start
+        start=$(now)
+        post_all "$SERVER/apis/ringmaster.io/v1alpha1/namespaces/$ns/distributedjobs" "$WORK/distributedjobs"
+        t_jobs=$(since "$start")
+        gen_busy=$(busy_seconds)
+        JOBS_JSON="$WORK/jobs.json"
+        "${CURL[@]}" --max-time 60 "$SERVER/apis/ringmaster.io/v1alpha1/namespaces/$ns/distributedjobs" |
+          jq '[.items[].metadata | {name, uid}]' >"$JOBS_JSON"
+        write_job_objects
+        gen_busy=$(echo "$(busy_seconds) - $gen_busy" | bc)
+        start=$(now)
+        for kind in services secrets pods; do
+          post_all "$SERVER/api/v1/namespaces/$ns/$kind" "$WORK/job-$kind"
+        done
+        T_PODS=$(echo "$(since "$start") + $t_jobs" | bc)
+        profile_end
+        P_BUSY=$(echo "$P_BUSY - $gen_busy" | bc)
+        wait_all_running "bare-job" "$ns"
+        T_RUNNING=$(echo "$(since "$start") + $t_jobs" | bc)
+        T_GONE=- CPU=- RSS_KIB=-
         ;;
       kubeflow|kubeflow-qps)
         if [ -z "${KF_UP:-}" ]; then "$TESTBED" peer-kubeflow up >&2; KF_UP=1; fi
@@ -323,9 +440,12 @@ for JOBS_N in $SCALES; do
       *) echo "run.sh: unknown run '$run' in RUNS" >&2; exit 2 ;;
     esac
     R[$run,pods]=$T_PODS R[$run,running]=$T_RUNNING R[$run,gone]=$T_GONE R[$run,cpu]=$CPU
+    R[$run,api_cpu]=$P_API_CPU R[$run,busy]=$P_BUSY R[$run,writes]=$P_WRITES R[$run,components]=$P_COMPONENTS
     R[$run,rss]=$( [ "$RSS_KIB" = - ] && echo - || echo "scale=1; $RSS_KIB / 1024" | bc )
     [ "$RSS_KIB" = - ] || FIT+="$run $PODS $RSS_KIB"$'\n'
-    echo "run.sh: $run: pods ${T_PODS}s, Running ${T_RUNNING}s, gone ${T_GONE}s, CPU ${CPU}s, peak RSS ${R[$run,rss]} MiB" >&2
+    echo "run.sh: $run: pods ${T_PODS}s, Running ${T_RUNNING}s, gone ${T_GONE}s, CPU ${CPU}s, peak RSS ${R[$run,rss]} MiB;" \
+      "until all pods: API server CPU ${P_API_CPU}s, machine busy ${P_BUSY}s, API writes $P_WRITES;" \
+      "CPU seconds by process: $P_COMPONENTS" >&2
     drop_ns "$ns"; NAMESPACES=${NAMESPACES% "$ns"}
   done
   if [ -n "${KF_UP:-}" ]; then "$TESTBED" peer-kubeflow down >&2; KF_UP=; fi
@@ -342,10 +462,16 @@ for JOBS_N in $SCALES; do
   row "time until all pods exist (s)" 'echo "${R[$run,pods]}"'
   row "creation rate (pods/s)" 'rate "${R[$run,pods]}"'
   has_run bare && row "creation rate / bare client's" 'ratio "${R[bare,pods]}" "${R[$run,pods]}"'
+  has_run bare-job && row "creation rate / bare-job's" 'ratio "${R[bare-job,pods]}" "${R[$run,pods]}"'
   row "time until every job (bare: pod) is Running (s)" 'echo "${R[$run,running]}"'
   row "time until all pods are gone after the delete (s)" 'echo "${R[$run,gone]}"'
   row "operator peak RSS (MiB)" 'echo "${R[$run,rss]}"'
   row "operator CPU until all Running (s)" 'echo "${R[$run,cpu]}"'
+  row "until all pods exist: API server CPU (s)" 'echo "${R[$run,api_cpu]}"'
+  row "until all pods exist: API server CPU per pod (ms)" 'per_pod "${R[$run,api_cpu]}"'
+  row "until all pods exist: cores busy (of $(nproc))" 'ratio "${R[$run,busy]}" "${R[$run,pods]}"'
+  row "until all pods exist: API writes per pod (all clients)" 'ratio "${R[$run,writes]}" "$PODS"'
+  row "until all pods exist: CPU seconds by process" 'echo "${R[$run,components]}"'
   echo
 done
 
