@@ -25,8 +25,6 @@ Exit 0 on success; any failure says what differed.
 import argparse
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 import time
@@ -149,34 +147,10 @@ def ringmaster_task_main(args):
     os._exit(0)
 
 
-def free_ports(n):
-    """n distinct free ports from just below ip_local_port_range, at random.
 
-    A port the kernel hands out for bind(0) comes from that ephemeral range,
-    where another process's outgoing connection can take it between this
-    check and the member's bind ("cannot serve ... on port"); below the range
-    nothing is handed out unasked (as cli/ports/free_ports.h does)."""
-    low = 32768
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    pick = random.SystemRandom()
-    ports = []
-    while len(ports) < n:
-        port = pick.randrange(max(1024, low - 16384), low)
-        if port in ports:
-            continue
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            ports.append(port)
-        except OSError:
-            pass
-        finally:
-            s.close()
-    return ports
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from local_ports import free_ports  # noqa: E402
 
 
 def fail(msg):

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,35 +15,8 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 TASKS = [("chief", 0), ("worker", 0), ("worker", 1)]
 
-
-def free_ports(n: int) -> List[int]:
-    """n distinct free ports from just below ip_local_port_range, at random.
-
-    A port the kernel hands out for bind(0) comes from that ephemeral range,
-    where another process's outgoing connection can take it between this
-    check and the member's bind ("cannot serve ... on port"); below the range
-    nothing is handed out unasked (as cli/ports/free_ports.h does)."""
-    low = 32768
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            low = int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    pick = random.SystemRandom()
-    ports = []
-    while len(ports) < n:
-        port = pick.randrange(max(1024, low - 16384), low)
-        if port in ports:
-            continue
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            ports.append(port)
-        except OSError:
-            pass
-        finally:
-            s.close()
-    return ports
+sys.path.insert(0, str(HERE.parent))
+from local_ports import free_ports  # noqa: E402  (tests/python/local_ports.py)
 
 
 def base_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
