@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ringmaster/communicator.h"
@@ -37,5 +38,23 @@ Status HalvingDoublingAllReduce(Transport& t, void* data, size_t count, DataType
 Status BroadcastBytes(Transport& t, void* data, size_t bytes, int root);
 // out holds size() blocks of `block_bytes`; block rank() must hold our input.
 Status RingAllGatherBytes(Transport& t, void* out, size_t block_bytes);
+
+// The variable-size collectives (algorithms_v.cc). Block sizes are in
+// elements of `dtype`, one per member, and the same on every member (for
+// all-to-all: what each pair agrees on); empty blocks send no message.
+//
+// Ring all-gather: `out` holds block r at offset sum(counts[0..r)); block
+// rank() must hold our input already. Step s sends block (rank - s) right and
+// receives block (rank - s - 1) from the left, straight into place.
+Status RingAllGatherV(Transport& t, void* out, std::span<const int64_t> counts, DataType dtype);
+// Pairwise exchange: step k = 1..n-1 receives block (rank - k) from that
+// member and sends block (rank + k) to it; our own block is copied locally.
+Status PairwiseAllToAll(Transport& t, const void* in, std::span<const int64_t> send_counts, void* out,
+                        std::span<const int64_t> recv_counts, DataType dtype);
+// Ring reduce-scatter: `in` (sum of counts) is only read; `out` receives
+// block rank() of the reduction (MEAN reduces as SUM; the caller divides).
+// n - 1 steps; the partial sums travel through two staging blocks.
+Status RingReduceScatter(Transport& t, const void* in, std::span<const int64_t> counts, void* out,
+                         DataType dtype, ReduceOp op);
 
 }  // namespace ringmaster::internal

@@ -1,5 +1,6 @@
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ std::vector<ringmaster::Tensor> ToTensors(const rm_tensor* t, size_t n) {
   for (size_t i = 0; i < n; ++i)
     out[i] = {t[i].data, t[i].count, static_cast<ringmaster::DataType>(t[i].dtype)};
   return out;
+}
+
+// A counts array of rm_size() entries.
+std::span<const int64_t> Counts(const rm_communicator* comm, const int64_t* counts) {
+  return {counts, static_cast<size_t>(comm->comm->size())};
 }
 
 int NullComm() {
@@ -167,6 +173,40 @@ int rm_allgather(rm_communicator* comm, const rm_tensor* input, const rm_tensor*
   if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
   auto in = ToTensors(input, 1), out = ToTensors(output, 1);
   return Report(comm->comm->AllGather(in[0], out[0], ToOptions(options)));
+}
+
+int rm_allgatherv(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
+                  const rm_tensor* output, const rm_options* options) {
+  if (!comm) return NullComm();
+  if (BadImplementation(options)) return BadImpl();
+  if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
+  if (!counts) return Report(ringmaster::InvalidArgumentError("counts is NULL"));
+  auto in = ToTensors(input, 1), out = ToTensors(output, 1);
+  return Report(comm->comm->AllGatherV(in[0], Counts(comm, counts), out[0], ToOptions(options)));
+}
+
+int rm_alltoallv(rm_communicator* comm, const rm_tensor* input, const int64_t* send_counts,
+                 const rm_tensor* output, const int64_t* recv_counts, const rm_options* options) {
+  if (!comm) return NullComm();
+  if (BadImplementation(options)) return BadImpl();
+  if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
+  if (!send_counts || !recv_counts) {
+    return Report(ringmaster::InvalidArgumentError("send_counts/recv_counts is NULL"));
+  }
+  auto in = ToTensors(input, 1), out = ToTensors(output, 1);
+  return Report(comm->comm->AllToAll(in[0], Counts(comm, send_counts), out[0], Counts(comm, recv_counts),
+                                     ToOptions(options)));
+}
+
+int rm_reducescatter(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
+                     const rm_tensor* output, rm_reduce_op op, const rm_options* options) {
+  if (!comm) return NullComm();
+  if (BadImplementation(options)) return BadImpl();
+  if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
+  if (!counts) return Report(ringmaster::InvalidArgumentError("counts is NULL"));
+  auto in = ToTensors(input, 1), out = ToTensors(output, 1);
+  return Report(comm->comm->ReduceScatter(in[0], Counts(comm, counts), out[0],
+                                          static_cast<ringmaster::ReduceOp>(op), ToOptions(options)));
 }
 
 int rm_barrier(rm_communicator* comm, const rm_options* options) {

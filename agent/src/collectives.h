@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "link_model.h"
@@ -15,7 +16,7 @@
 namespace ringmaster::internal {
 
 inline bool ValidDType(DataType d) {
-  return static_cast<int>(d) >= 0 && static_cast<int>(d) <= 5;
+  return static_cast<int>(d) >= 0 && static_cast<int>(d) <= static_cast<int>(kLastDataType);
 }
 inline bool ValidOp(ReduceOp o) {
   return static_cast<int>(o) >= 0 && static_cast<int>(o) <= 4;
@@ -36,6 +37,26 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
 std::vector<Op> BroadcastOps(std::span<const Tensor> tensors, int root);
 std::vector<Op> AllGatherOps(const Tensor& in, const Tensor& out, int rank);
 std::vector<Op> BarrierOps(int group_size);
+
+// InvalidArgument "<what>: dtype bool cannot be reduced" for a bool tensor
+// (bool moves as bytes only); OK otherwise.
+Status CheckReducible(std::string_view what, std::span<const Tensor> tensors);
+
+// The variable-size collectives (collectives_v.cc). The Validate* functions
+// check a call's shapes and name the wrong argument (InvalidArgument); the
+// builders take validated calls (host memory) and return no op when nothing
+// moves on any member.
+Status ValidateAllGatherV(const Tensor& in, std::span<const int64_t> counts, const Tensor& out, int rank,
+                          int size);
+Status ValidateAllToAll(const Tensor& in, std::span<const int64_t> send_counts, const Tensor& out,
+                        std::span<const int64_t> recv_counts, int size);
+Status ValidateReduceScatter(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                             ReduceOp op, int rank, int size);
+std::vector<Op> AllGatherVOps(const Tensor& in, std::span<const int64_t> counts, const Tensor& out);
+std::vector<Op> AllToAllOps(const Tensor& in, std::span<const int64_t> send_counts, const Tensor& out,
+                            std::span<const int64_t> recv_counts);
+std::vector<Op> ReduceScatterOps(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                                 ReduceOp op);
 
 // Reduce's local half: `value` (of `shape`) reduced along `axis` into
 // `output` (shape without the axis); MEAN sums here (the caller divides).

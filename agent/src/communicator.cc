@@ -50,6 +50,18 @@ Status Communicator::AllGather(const Tensor& input, const Tensor& output,
                                const CommunicationOptions& options) {
   return impl_->AllGatherAsync(input, output, options).Wait();
 }
+Status Communicator::AllGatherV(const Tensor& input, std::span<const int64_t> counts, const Tensor& output,
+                                const CommunicationOptions& options) {
+  return impl_->AllGatherVAsync(input, counts, output, options).Wait();
+}
+Status Communicator::AllToAll(const Tensor& input, std::span<const int64_t> send_counts, const Tensor& output,
+                              std::span<const int64_t> recv_counts, const CommunicationOptions& options) {
+  return impl_->AllToAllAsync(input, send_counts, output, recv_counts, options).Wait();
+}
+Status Communicator::ReduceScatter(const Tensor& input, std::span<const int64_t> counts, const Tensor& output,
+                                   ReduceOp op, const CommunicationOptions& options) {
+  return impl_->ReduceScatterAsync(input, counts, output, op, options).Wait();
+}
 Status Communicator::Barrier(const CommunicationOptions& options) {
   return impl_->BarrierAsync(options, /*sync=*/true).Wait();
 }
@@ -59,6 +71,7 @@ Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const in
                             const CommunicationOptions& options) {
   if (!internal::ValidOp(op)) return InvalidArgumentError("op: unknown reduce operation");
   if (!internal::ValidDType(value.dtype)) return InvalidArgumentError("value.dtype: unknown data type");
+  RM_RETURN_IF_ERROR(internal::CheckReducible("reduce", {&value, 1}));
   if (output.dtype != value.dtype) return InvalidArgumentError("output.dtype must equal value.dtype");
   int64_t elems = 1;
   for (int64_t d : shape) {
@@ -88,7 +101,8 @@ Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const in
   Tensor parts[2] = {t, Tensor{&n, 1, DataType::kInt64}};
   RM_RETURN_IF_ERROR(AllReduce(parts, ReduceOp::kSum, options));
   if (n == 0) {
-    if (value.dtype == DataType::kInt32 || value.dtype == DataType::kInt64) {
+    if (value.dtype != DataType::kFloat16 && value.dtype != DataType::kBFloat16 &&
+        value.dtype != DataType::kFloat32 && value.dtype != DataType::kFloat64) {  // integers: 0 / 0
       return FailedPreconditionError("Reduce: MEAN over an empty axis on every member");
     }
   }

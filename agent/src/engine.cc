@@ -249,6 +249,7 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
   bool device = false;
   auto merged = Resolve(o, tensors, &device);
   if (!merged.ok()) return Executor::Failed(merged.status());
+  if (Status st = CheckReducible("all-reduce", tensors); !st.ok()) return Executor::Failed(st);
   // One formation for building the ops (its link model) and running them.
   auto ex = executor();
   if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
@@ -299,6 +300,54 @@ CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, b
   auto ops = BarrierOps(size_);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
   return Submit(executor(), std::move(ops), *merged, "barrier", sync);
+}
+
+StatusOr<CommunicationOptions> CommunicatorImpl::ResolveHost(const char* what, const CommunicationOptions& o,
+                                                             const Tensor& in, const Tensor& out) {
+  const auto gpu = [&] {
+    return InvalidArgumentError(std::string(what) +
+                                ": host memory only (copy GPU tensors to host memory first)");
+  };
+  if (in.memory == MemoryKind::kDevice || out.memory == MemoryKind::kDevice) return gpu();
+  const Tensor both[2] = {in, out};
+  bool device = false;
+  auto merged = Resolve(o, both, &device);
+  if (merged.ok() && device) return gpu();
+  return merged;
+}
+
+CollectiveHandle CommunicatorImpl::AllGatherVAsync(const Tensor& in, std::span<const int64_t> counts,
+                                                   const Tensor& out, const CommunicationOptions& o) {
+  if (Status st = ValidateAllGatherV(in, counts, out, rank_, size_); !st.ok()) return Executor::Failed(st);
+  auto merged = ResolveHost("all-gather-v", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = AllGatherVOps(in, counts, out);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "all-gather-v");
+}
+
+CollectiveHandle CommunicatorImpl::AllToAllAsync(const Tensor& in, std::span<const int64_t> send_counts,
+                                                 const Tensor& out, std::span<const int64_t> recv_counts,
+                                                 const CommunicationOptions& o) {
+  if (Status st = ValidateAllToAll(in, send_counts, out, recv_counts, size_); !st.ok())
+    return Executor::Failed(st);
+  auto merged = ResolveHost("all-to-all", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = AllToAllOps(in, send_counts, out, recv_counts);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "all-to-all");
+}
+
+CollectiveHandle CommunicatorImpl::ReduceScatterAsync(const Tensor& in, std::span<const int64_t> counts,
+                                                      const Tensor& out, ReduceOp op,
+                                                      const CommunicationOptions& o) {
+  if (Status st = ValidateReduceScatter(in, counts, out, op, rank_, size_); !st.ok())
+    return Executor::Failed(st);
+  auto merged = ResolveHost("reduce-scatter", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = ReduceScatterOps(in, counts, out, op);
+  for (auto& x : ops) x.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "reduce-scatter");
 }
 
 }  // namespace ringmaster::internal

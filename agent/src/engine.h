@@ -44,6 +44,13 @@ class CommunicatorImpl {
   CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
   CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
   CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
+  // The variable-size collectives (host memory only).
+  CollectiveHandle AllGatherVAsync(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                                   const CommunicationOptions& o);
+  CollectiveHandle AllToAllAsync(const Tensor& in, std::span<const int64_t> send_counts, const Tensor& out,
+                                 std::span<const int64_t> recv_counts, const CommunicationOptions& o);
+  CollectiveHandle ReduceScatterAsync(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                                      ReduceOp op, const CommunicationOptions& o);
 
  private:
   Status Form();
@@ -56,6 +63,10 @@ class CommunicatorImpl {
   // it) is set for a call of GPU tensors.
   StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
                                          bool* device = nullptr);
+  // Options merged for a call of host tensors `in` and `out` that refuses
+  // GPU memory ("<what>: host memory only").
+  StatusOr<CommunicationOptions> ResolveHost(const char* what, const CommunicationOptions& o,
+                                             const Tensor& in, const Tensor& out);
   CollectiveHandle Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
                           const CommunicationOptions& o, const std::string& what, bool sync = false);
 

@@ -28,6 +28,10 @@ const char* OpKindName(OpKind k) {
       return "barrier";
     case OpKind::kGpuAllReduce:
       return "gpu-all-reduce";
+    case OpKind::kAllToAll:
+      return "all-to-all";
+    case OpKind::kReduceScatter:
+      return "reduce-scatter";
   }
   return "collective";
 }
@@ -139,17 +143,19 @@ std::string FlightDumpJson(const std::string& task, int rank, int size, const St
       if (e.heard_from >> r & 1) heard.push_back(r);
     std::string outcome = e.progress == Progress::kFailed ? std::string(StatusCodeName(e.outcome))
                                                           : std::string(ProgressName(e.progress));
-    list.push_back({{"seq", e.seq},
-                    {"kind", OpKindName(e.info.kind)},
-                    {"pack", e.info.pack},
-                    {"packs", e.info.packs},
-                    {"dtype", std::string(DataTypeName(e.info.dtype))},
-                    {"bytes", e.info.bytes},
-                    {"algorithm", e.info.algorithm},
-                    {"heard_from", heard},
-                    {"start_unix_us", e.start_unix_us ? nlohmann::ordered_json(e.start_unix_us) : nlohmann::ordered_json()},
-                    {"end_unix_us", e.end_unix_us ? nlohmann::ordered_json(e.end_unix_us) : nlohmann::ordered_json()},
-                    {"outcome", outcome}});
+    list.push_back(
+        {{"seq", e.seq},
+         {"kind", OpKindName(e.info.kind)},
+         {"pack", e.info.pack},
+         {"packs", e.info.packs},
+         {"dtype", std::string(DataTypeName(e.info.dtype))},
+         {"bytes", e.info.bytes},
+         {"algorithm", e.info.algorithm},
+         {"heard_from", heard},
+         {"start_unix_us",
+          e.start_unix_us ? nlohmann::ordered_json(e.start_unix_us) : nlohmann::ordered_json()},
+         {"end_unix_us", e.end_unix_us ? nlohmann::ordered_json(e.end_unix_us) : nlohmann::ordered_json()},
+         {"outcome", outcome}});
   }
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -6,18 +6,28 @@
 // almost never contended (the cost is measured in docs/benchmarks.md).
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::internal {
 
-enum class OpKind : uint8_t { kAllReduce, kBroadcast, kAllGather, kBarrier, kGpuAllReduce };
+// Values travel in progress reports (group.cc): append only.
+enum class OpKind : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kAllGather,
+  kBarrier,
+  kGpuAllReduce,
+  kAllToAll,
+  kReduceScatter
+};
+inline constexpr OpKind kLastOpKind = OpKind::kReduceScatter;
 const char* OpKindName(OpKind k);  // "all-reduce", ...
 
 // What a collective is, known when it is built (the same on every member

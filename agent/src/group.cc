@@ -212,9 +212,10 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
     r.info.bytes = w.bytes;
     r.info.pack = w.pack;
     r.info.packs = w.packs;
-    r.info.kind = w.kind <= static_cast<uint8_t>(OpKind::kGpuAllReduce) ? static_cast<OpKind>(w.kind)
-                                                                        : OpKind::kAllReduce;
-    r.info.dtype = w.dtype <= 5 ? static_cast<DataType>(w.dtype) : DataType::kFloat32;
+    r.info.kind =
+        w.kind <= static_cast<uint8_t>(kLastOpKind) ? static_cast<OpKind>(w.kind) : OpKind::kAllReduce;
+    r.info.dtype =
+        w.dtype <= static_cast<uint8_t>(kLastDataType) ? static_cast<DataType>(w.dtype) : DataType::kFloat32;
     r.info.timeout_s = w.timeout_s;
     {
       std::lock_guard<std::mutex> lock(mu_);

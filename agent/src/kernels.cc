@@ -78,7 +78,9 @@ struct WrapOf {
 };
 template <typename T>
 struct WrapOf<T, true> {
-  using type = std::make_unsigned_t<T>;
+  // At least unsigned int: narrower types would promote to (signed) int,
+  // whose products can overflow (65535 * 65535).
+  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
 };
 template <typename T>
 using Wrap = typename WrapOf<T>::type;
@@ -161,6 +163,16 @@ RM_INLINE void Dispatch(DataType dtype, void* inout, const void* in, size_t n) {
       return Loop<int32_t, Op>(static_cast<int32_t*>(inout), static_cast<const int32_t*>(in), n);
     case DataType::kInt64:
       return Loop<int64_t, Op>(static_cast<int64_t*>(inout), static_cast<const int64_t*>(in), n);
+    case DataType::kUInt8:
+      return Loop<uint8_t, Op>(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), n);
+    case DataType::kInt8:
+      return Loop<int8_t, Op>(static_cast<int8_t*>(inout), static_cast<const int8_t*>(in), n);
+    case DataType::kUInt16:
+      return Loop<uint16_t, Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
+    case DataType::kInt16:
+      return Loop<int16_t, Op>(static_cast<int16_t*>(inout), static_cast<const int16_t*>(in), n);
+    case DataType::kBool:
+      return;  // never reduced: every caller refuses bool first (InvalidArgument)
   }
 }
 
@@ -168,6 +180,22 @@ template <typename T>
 void Fill(void* data, size_t n, T v) {
   T* p = static_cast<T*>(data);
   for (size_t i = 0; i < n; ++i) p[i] = v;
+}
+
+// An integer type's identity of an op: 0, 1, its largest (MIN) or smallest (MAX) value.
+template <typename T>
+void FillInt(void* data, size_t n, bool zero, bool one, bool hi) {
+  Fill<T>(data, n,
+          zero  ? T{0}
+          : one ? T{1}
+          : hi  ? std::numeric_limits<T>::max()
+                : std::numeric_limits<T>::lowest());
+}
+
+template <typename T>
+void DivideInt(void* data, size_t n, int64_t d) {
+  T* p = static_cast<T*>(data);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<T>(static_cast<int64_t>(p[i]) / d);
 }
 
 }  // namespace
@@ -315,6 +343,16 @@ void DivideBy(DataType dtype, void* data, size_t n, int64_t d) {
       for (size_t i = 0; i < n; ++i) p[i] = p[i] / d;
       return;
     }
+    case DataType::kUInt8:
+      return DivideInt<uint8_t>(data, n, d);
+    case DataType::kInt8:
+      return DivideInt<int8_t>(data, n, d);
+    case DataType::kUInt16:
+      return DivideInt<uint16_t>(data, n, d);
+    case DataType::kInt16:
+      return DivideInt<int16_t>(data, n, d);
+    case DataType::kBool:
+      return;  // never reduced
   }
 }
 
@@ -347,6 +385,16 @@ void FillIdentity(DataType dtype, ReduceOp op, void* data, size_t n) {
                            : one ? 1
                            : hi  ? std::numeric_limits<int64_t>::max()
                                  : std::numeric_limits<int64_t>::min());
+    case DataType::kUInt8:
+      return FillInt<uint8_t>(data, n, zero, one, hi);
+    case DataType::kInt8:
+      return FillInt<int8_t>(data, n, zero, one, hi);
+    case DataType::kUInt16:
+      return FillInt<uint16_t>(data, n, zero, one, hi);
+    case DataType::kInt16:
+      return FillInt<int16_t>(data, n, zero, one, hi);
+    case DataType::kBool:  // never reduced; false/true as the op's identity would be
+      return Fill<uint8_t>(data, n, (one || hi) ? 1 : 0);
   }
 }
 
@@ -370,6 +418,22 @@ void StoreElement(DataType dtype, void* base, size_t i, double v) {
     case DataType::kInt64:
       static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
       break;
+    // The narrow integers wrap (through int64: no out-of-range conversion).
+    case DataType::kUInt8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(static_cast<int64_t>(v));
+      break;
+    case DataType::kInt8:
+      static_cast<int8_t*>(base)[i] = static_cast<int8_t>(static_cast<int64_t>(v));
+      break;
+    case DataType::kUInt16:
+      static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(static_cast<int64_t>(v));
+      break;
+    case DataType::kInt16:
+      static_cast<int16_t*>(base)[i] = static_cast<int16_t>(static_cast<int64_t>(v));
+      break;
+    case DataType::kBool:
+      static_cast<uint8_t*>(base)[i] = v != 0 ? 1 : 0;
+      break;
   }
 }
 
@@ -387,6 +451,16 @@ double LoadElement(DataType dtype, const void* base, size_t i) {
       return static_cast<const int32_t*>(base)[i];
     case DataType::kInt64:
       return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kUInt8:
+      return static_cast<const uint8_t*>(base)[i];
+    case DataType::kInt8:
+      return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt16:
+      return static_cast<const uint16_t*>(base)[i];
+    case DataType::kInt16:
+      return static_cast<const int16_t*>(base)[i];
+    case DataType::kBool:
+      return static_cast<const uint8_t*>(base)[i] != 0 ? 1 : 0;
   }
   return 0;
 }

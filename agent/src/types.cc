@@ -5,8 +5,14 @@ namespace ringmaster {
 
 size_t DataTypeSize(DataType dtype) {
   switch (dtype) {
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kBool:
+      return 1;
     case DataType::kFloat16:
     case DataType::kBFloat16:
+    case DataType::kUInt16:
+    case DataType::kInt16:
       return 2;
     case DataType::kFloat32:
     case DataType::kInt32:
@@ -32,6 +38,16 @@ std::string_view DataTypeName(DataType dtype) {
       return "int32";
     case DataType::kInt64:
       return "int64";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kUInt16:
+      return "uint16";
+    case DataType::kInt16:
+      return "int16";
+    case DataType::kBool:
+      return "bool";
   }
   return "invalid";
 }

@@ -119,7 +119,10 @@ Status DescribeMismatch(uint64_t seq, int rank, const OpInfo& mine, const std::v
         p.progress != Progress::kQueued)
       continue;
     const OpInfo& o = p.info;
-    if (o.kind == mine.kind && o.bytes == mine.bytes && o.dtype == mine.dtype && o.pack == mine.pack &&
+    // An all-to-all's bytes are each member's own (its send counts): only
+    // its kind and dtype must agree.
+    const bool same_bytes = o.bytes == mine.bytes || mine.kind == OpKind::kAllToAll;
+    if (o.kind == mine.kind && same_bytes && o.dtype == mine.dtype && o.pack == mine.pack &&
         o.packs == mine.packs) {
       continue;
     }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "c_api_check.h"
 #include "kernels.h"
 #include "model.h"
 #include "ringmaster/communicator.h"
@@ -56,7 +57,8 @@ struct Flags {
 const char kUsage[] =
     "usage: ringmaster-worker [--steps N] [--model resnet50|tiny|NxM] [--dtype "
     "float32|float16|bfloat16|float64|\n"
-    "                         int32|int64] [--op sum|mean|min|max|prod] [--async] [--quiet]\n"
+    "                         int32|int64|uint8|int8|uint16|int16] [--op sum|mean|min|max|prod] [--async]\n"
+    "                         [--quiet] [--check-c-api]\n"
     "                         [--stall-at-step K] [--crash-at-step K] [--drill-task TYPE:INDEX]\n"
     "                         [--print-env]\n"
     "Joins the collective group from TF_CONFIG and RINGMASTER_* and all-reduces synthetic gradients\n"
@@ -64,7 +66,9 @@ const char kUsage[] =
     "stays alive; --crash-at-step K dies with SIGKILL in the middle of step K's all-reduce, only while\n"
     "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
     "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
-    "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n";
+    "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
+    "--check-c-api instead runs one all-gather-v, all-to-all, reduce-scatter, uint8 all-reduce and\n"
+    "bool broadcast through the C API (ringmaster.h), checks every element and exits.\n";
 
 bool ParseInt(const char* s, int* out) {
   char* end = nullptr;
@@ -120,6 +124,11 @@ double Expected(DataType dt, ReduceOp op, int n, size_t t, int64_t i, int step) 
       return static_cast<double>(acc) / n;
     case DataType::kInt32:
     case DataType::kInt64:
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kUInt16:
+    case DataType::kInt16:
+    case DataType::kBool:  // never reduced (--dtype refuses it)
       return static_cast<double>(acc / n);
   }
   return 0;
@@ -171,7 +180,7 @@ int main(int argc, char** argv) {
     } else if (a == "--dtype") {
       std::string d = next("--dtype");
       bool found = false;
-      for (int k = 0; k <= 5; ++k) {
+      for (int k = 0; k < static_cast<int>(DataType::kBool); ++k) {  // bool cannot be reduced
         if (DataTypeName(static_cast<DataType>(k)) == d) f.dtype = static_cast<DataType>(k), found = true;
       }
       if (!found) return std::cerr << "ringmaster-worker: unknown --dtype " << d << "\n", 2;
@@ -196,6 +205,8 @@ int main(int argc, char** argv) {
       f.quiet = true;
     } else if (a == "--print-env") {
       f.print_env = true;
+    } else if (a == "--check-c-api") {
+      return worker::CheckCApiCollectives();
     } else {
       std::cerr << "ringmaster-worker: unknown flag " << a << "\n" << kUsage;
       return 2;

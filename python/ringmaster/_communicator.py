@@ -16,7 +16,20 @@ Values = Union[ArrayLike, List[ArrayLike], Tuple[ArrayLike, ...]]
 OptionsLike = Any  # None, CommunicationOptions or TF's options (see CommunicationOptions.from_any)
 
 # rm_dtype's values by NumPy dtype name ("bfloat16": ml_dtypes' type).
-_DTYPES = {"float16": 0, "bfloat16": 1, "float32": 2, "float64": 3, "int32": 4, "int64": 5}
+# bool moves (broadcast, all-gather); reducing it fails with InvalidArgumentError.
+_DTYPES = {
+    "float16": 0,
+    "bfloat16": 1,
+    "float32": 2,
+    "float64": 3,
+    "int32": 4,
+    "int64": 5,
+    "uint8": 6,
+    "int8": 7,
+    "uint16": 8,
+    "int16": 9,
+    "bool": 10,
+}
 # rm_reduce_op's values.
 _OPS = {"sum": 0, "mean": 1, "min": 2, "max": 3, "prod": 4, "product": 4}
 
@@ -40,7 +53,7 @@ def _dtype_code(arr: np.ndarray, field: str) -> int:
     if code is None:
         raise InvalidArgumentError(
             f"{field}: dtype {arr.dtype.name} is not supported "
-            "(float16, bfloat16, float32, float64, int32, int64)"
+            "(float16, bfloat16, float32, float64, int32, int64, uint8, int8, uint16, int16, bool)"
         )
     return code
 

@@ -31,45 +31,9 @@ struct Buf {
   Buf(DataType d, int64_t count) : dt(d), bytes(static_cast<size_t>(count) * DataTypeSize(d)) {}
   int64_t count() const { return static_cast<int64_t>(bytes.size() / DataTypeSize(dt)); }
   Tensor tensor() { return Tensor{bytes.data(), count(), dt}; }
-  void Set(int64_t i, double v) {
-    switch (dt) {
-      case DataType::kFloat16:
-        reinterpret_cast<uint16_t*>(bytes.data())[i] = internal::FloatToHalf(float(v));
-        break;
-      case DataType::kBFloat16:
-        reinterpret_cast<uint16_t*>(bytes.data())[i] = internal::FloatToBFloat16(float(v));
-        break;
-      case DataType::kFloat32:
-        reinterpret_cast<float*>(bytes.data())[i] = float(v);
-        break;
-      case DataType::kFloat64:
-        reinterpret_cast<double*>(bytes.data())[i] = v;
-        break;
-      case DataType::kInt32:
-        reinterpret_cast<int32_t*>(bytes.data())[i] = int32_t(v);
-        break;
-      case DataType::kInt64:
-        reinterpret_cast<int64_t*>(bytes.data())[i] = int64_t(v);
-        break;
-    }
-  }
-  double Get(int64_t i) const {
-    switch (dt) {
-      case DataType::kFloat16:
-        return internal::HalfToFloat(reinterpret_cast<const uint16_t*>(bytes.data())[i]);
-      case DataType::kBFloat16:
-        return internal::BFloat16ToFloat(reinterpret_cast<const uint16_t*>(bytes.data())[i]);
-      case DataType::kFloat32:
-        return reinterpret_cast<const float*>(bytes.data())[i];
-      case DataType::kFloat64:
-        return reinterpret_cast<const double*>(bytes.data())[i];
-      case DataType::kInt32:
-        return reinterpret_cast<const int32_t*>(bytes.data())[i];
-      case DataType::kInt64:
-        return double(reinterpret_cast<const int64_t*>(bytes.data())[i]);
-    }
-    return 0;
-  }
+  // Integers wrap (a negative value in an unsigned type), halves round.
+  void Set(int64_t i, double v) { internal::StoreElement(dt, bytes.data(), static_cast<size_t>(i), v); }
+  double Get(int64_t i) const { return internal::LoadElement(dt, bytes.data(), static_cast<size_t>(i)); }
 };
 
 int64_t Contribution(ReduceOp op, int rank, int64_t i, int salt) {
@@ -78,20 +42,33 @@ int64_t Contribution(ReduceOp op, int rank, int64_t i, int salt) {
 }
 
 double Expected(DataType dt, ReduceOp op, int n, int64_t i, int salt) {
-  int64_t acc = Contribution(op, 0, i, salt);
+  const bool integer = dt != DataType::kFloat16 && dt != DataType::kBFloat16 && dt != DataType::kFloat32 &&
+                       dt != DataType::kFloat64;
+  // Integers wrap around in the dtype (a negative contribution to uint8 is
+  // large, which MIN and MAX see).
+  auto in_dtype = [&](int64_t v) {
+    if (!integer) return v;
+    Buf w(dt, 1);
+    w.Set(0, double(v));
+    return int64_t(w.Get(0));
+  };
+  int64_t acc = in_dtype(Contribution(op, 0, i, salt));
   for (int r = 1; r < n; ++r) {
-    int64_t c = Contribution(op, r, i, salt);
+    int64_t c = in_dtype(Contribution(op, r, i, salt));
     if (op == ReduceOp::kSum || op == ReduceOp::kMean)
       acc += c;
     else if (op == ReduceOp::kProduct)
-      acc *= c;
+      acc = in_dtype(acc * c);  // wrapped at every step: 65535^5 would overflow int64
     else if (op == ReduceOp::kMin)
       acc = std::min(acc, c);
     else
       acc = std::max(acc, c);
   }
+  if (integer) {
+    const double v = double(in_dtype(acc));
+    return op == ReduceOp::kMean ? std::trunc(v / n) : v;  // MEAN truncates
+  }
   if (op != ReduceOp::kMean) return double(acc);
-  if (dt == DataType::kInt32 || dt == DataType::kInt64) return double(acc / n);  // truncation
   if (dt == DataType::kFloat64) return double(acc) / n;
   float m = float(acc) / float(n);
   Buf b(dt, 1);
@@ -99,8 +76,10 @@ double Expected(DataType dt, ReduceOp op, int n, int64_t i, int salt) {
   return b.Get(0);
 }
 
-const DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                              DataType::kFloat64, DataType::kInt32,    DataType::kInt64};
+// Every dtype that reduces (bool moves only: see engine_collectives_v_api_test).
+const DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
+                              DataType::kInt32,   DataType::kInt64,    DataType::kUInt8,   DataType::kInt8,
+                              DataType::kUInt16,  DataType::kInt16};
 const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                             ReduceOp::kProduct};
 

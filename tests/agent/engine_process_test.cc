@@ -145,6 +145,26 @@ TEST(WorkerProcess, EveryDtypeAndOpVerifies) {
   }
 }
 
+// The C API's all-gather-v, all-to-all and reduce-scatter (uneven and empty
+// blocks), a uint8 all-reduce that wraps and a bool broadcast, in real
+// processes, every element checked by the worker; then the narrow integer
+// dtypes through the worker's own all-reduce check.
+TEST(WorkerProcess, CApiVariableCollectivesAndNewDtypes) {
+  std::vector<std::string> a = {"--check-c-api"};
+  auto ps = RunGroup(4, {a, a, a, a}, {}, 120, "capi");
+  for (auto& p : ps) {
+    std::string out = Slurp(p.log);
+    EXPECT_EQ(p.status, 0) << out;
+    EXPECT_NE(out.find("c-api collectives verified (4 members)"), std::string::npos) << out;
+  }
+  for (const char* dt : {"uint8", "int16"}) {
+    std::vector<std::string> w = {"--model", "3x1001", "--steps", "1",      "--dtype",
+                                  dt,        "--op",   "sum",     "--quiet"};
+    auto qs = RunGroup(2, {w, w}, {}, 120, std::string("dt_") + dt);
+    for (auto& p : qs) EXPECT_EQ(p.status, 0) << dt << ": " << Slurp(p.log);
+  }
+}
+
 TEST(WorkerProcess, SigkilledMemberMakesSurvivorsReportUnavailableWithinFiveSeconds) {
   std::vector<std::string> a = {"--model", "20x200000", "--steps", "4", "--quiet"};
   std::vector<std::string> crash = a;

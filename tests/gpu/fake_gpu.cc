@@ -356,6 +356,12 @@ ncclResult_t AllReduce(const void* send, void* recv, size_t count, ncclDataType_
     case ncclInt64:
       dt = DataType::kInt64;
       break;
+    case ncclUint8:
+      dt = DataType::kUInt8;
+      break;
+    case ncclInt8:
+      dt = DataType::kInt8;
+      break;
     default:
       return ncclInvalidArgument;
   }

@@ -32,6 +32,21 @@ TEST(NcclMapping, EveryDtypeAndOpOfTheEngine) {
   }
 }
 
+TEST(NcclMapping, NarrowIntegersMapAndTypesWithoutNcclAreRefusedByName) {
+  auto u8 = NcclDataType(DataType::kUInt8, 22703);
+  ASSERT_TRUE(u8.ok()) << u8.status().ToString();
+  EXPECT_EQ(*u8, ncclUint8);
+  auto i8 = NcclDataType(DataType::kInt8, 22703);
+  ASSERT_TRUE(i8.ok()) << i8.status().ToString();
+  EXPECT_EQ(*i8, ncclInt8);
+  for (DataType dt : {DataType::kUInt16, DataType::kInt16, DataType::kBool}) {
+    auto t = NcclDataType(dt, 22703);
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << DataTypeName(dt);
+    EXPECT_NE(t.status().message().find("dtype " + std::string(DataTypeName(dt))), std::string::npos)
+        << t.status().message();
+  }
+}
+
 TEST(NcclMapping, RefusesWhatAnOldNcclLacks) {
   auto bf = NcclDataType(DataType::kBFloat16, 20805);
   EXPECT_EQ(bf.status().code(), StatusCode::kUnimplemented);

@@ -25,7 +25,22 @@
 namespace ringmaster {
 
 // Values are part of the C API (ringmaster.h): never renumber.
-enum class DataType : int { kFloat16 = 0, kBFloat16 = 1, kFloat32 = 2, kFloat64 = 3, kInt32 = 4, kInt64 = 5 };
+// kBool moves as bytes (broadcast, all-gather, all-to-all); every reduction
+// of it fails with InvalidArgument.
+enum class DataType : int {
+  kFloat16 = 0,
+  kBFloat16 = 1,
+  kFloat32 = 2,
+  kFloat64 = 3,
+  kInt32 = 4,
+  kInt64 = 5,
+  kUInt8 = 6,
+  kInt8 = 7,
+  kUInt16 = 8,
+  kInt16 = 9,
+  kBool = 10,
+};
+inline constexpr DataType kLastDataType = DataType::kBool;
 enum class ReduceOp : int { kSum = 0, kMean = 1, kMin = 2, kMax = 3, kProduct = 4 };
 // Where a tensor's bytes live. GPU memory is also recognised from the
 // pointer itself (cudaPointerGetAttributes) once the process uses CUDA;
@@ -155,6 +170,25 @@ class Communicator {
   // Concatenates every member's `input` in rank order into `output`
   // (output.count == size() * input.count; equal sizes on every member).
   Status AllGather(const Tensor& input, const Tensor& output, const CommunicationOptions& options = {});
+  // All-gather with a size per member: member r contributes counts[r]
+  // elements (input.count == counts[rank()]); output (sum of counts) gets
+  // every member's input in rank order. `counts` has size() entries and is
+  // the same on every member (Horovod's allgather of unequal first
+  // dimensions: the caller agrees on the counts first).
+  Status AllGatherV(const Tensor& input, std::span<const int64_t> counts, const Tensor& output,
+                    const CommunicationOptions& options = {});
+  // Every member sends block r of `input` (send_counts[r] elements, in rank
+  // order) to member r and receives member r's block for it at offset
+  // sum(recv_counts[0..r)) of `output`. send_counts[r] here must equal
+  // recv_counts[rank()] on member r. Host memory only.
+  Status AllToAll(const Tensor& input, std::span<const int64_t> send_counts, const Tensor& output,
+                  std::span<const int64_t> recv_counts, const CommunicationOptions& options = {});
+  // `input` (sum of counts elements, the same counts on every member) is
+  // reduced element-wise across the group; member r receives block r
+  // (counts[r] elements at offset sum(counts[0..r))) in `output`, which
+  // must not overlap `input`. MEAN divides by size(). Host memory only.
+  Status ReduceScatter(const Tensor& input, std::span<const int64_t> counts, const Tensor& output,
+                       ReduceOp op, const CommunicationOptions& options = {});
   // Returns once every member has entered it.
   Status Barrier(const CommunicationOptions& options = {});
   // tf.distribute's reduce(op, value, axis): `value` has `shape`; with an

@@ -32,7 +32,12 @@ typedef enum {
   RM_FLOAT32 = 2,
   RM_FLOAT64 = 3,
   RM_INT32 = 4,
-  RM_INT64 = 5
+  RM_INT64 = 5,
+  RM_UINT8 = 6,
+  RM_INT8 = 7,
+  RM_UINT16 = 8,
+  RM_INT16 = 9,
+  RM_BOOL = 10 /* moved as bytes; every reduction of it fails (RM_INVALID_ARGUMENT) */
 } rm_dtype;
 typedef enum { RM_SUM = 0, RM_MEAN = 1, RM_MIN = 2, RM_MAX = 3, RM_PRODUCT = 4 } rm_reduce_op;
 typedef enum { RM_AUTO = 0, RM_RING = 1, RM_NCCL = 2 } rm_implementation;
@@ -109,6 +114,24 @@ int rm_broadcast(rm_communicator* comm, const rm_tensor* tensors, size_t n, int 
                  const rm_options* options);
 int rm_allgather(rm_communicator* comm, const rm_tensor* input, const rm_tensor* output,
                  const rm_options* options);
+/* Every member contributes `counts[rank]` elements (input->count must equal
+ * it) and receives every member's input concatenated in rank order into
+ * `output` (output->count == sum of counts). `counts` has rm_size() entries
+ * and must be the same on every member (the caller agrees on them first). */
+int rm_allgatherv(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
+                  const rm_tensor* output, const rm_options* options);
+/* input is size() consecutive blocks, block r (send_counts[r] elements) going
+ * to rank r; output receives the block from rank r at offset sum(recv_counts[0..r)).
+ * input->count == sum(send_counts), output->count == sum(recv_counts).
+ * send_counts[r] on this member must equal recv_counts[me] on member r. */
+int rm_alltoallv(rm_communicator* comm, const rm_tensor* input, const int64_t* send_counts,
+                 const rm_tensor* output, const int64_t* recv_counts, const rm_options* options);
+/* input (sum of counts elements, the same counts on every member) is
+ * reduced element-wise across the group; member r receives block r
+ * (counts[r] elements, at offset sum(counts[0..r)) of the reduction) in
+ * output (output->count == counts[rank]). RM_MEAN divides by rm_size(). */
+int rm_reducescatter(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
+                     const rm_tensor* output, rm_reduce_op op, const rm_options* options);
 int rm_barrier(rm_communicator* comm, const rm_options* options);
 /* tf.distribute's reduce(op, value, axis); has_axis 0 = no axis. */
 int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, const int64_t* shape, int ndims,

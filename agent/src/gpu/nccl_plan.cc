@@ -27,6 +27,16 @@ StatusOr<ncclDataType_t> NcclDataType(DataType dtype, int nccl_version) {
       return ncclInt32;
     case DataType::kInt64:
       return ncclInt64;
+    case DataType::kUInt8:
+      return ncclUint8;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kUInt16:
+    case DataType::kInt16:
+    case DataType::kBool:
+      return InvalidArgumentError("dtype " + std::string(DataTypeName(dtype)) +
+                                  " has no NCCL type: GPU memory takes it only with implementation RING "
+                                  "(staged through host memory), or copy it to host memory");
   }
   return InvalidArgumentError("dtype: unknown data type " + std::to_string(static_cast<int>(dtype)));
 }

@@ -9,8 +9,8 @@ import time
 
 def test_all_reduce_every_dtype_and_op_in_place(run_group):
     members = run_group("dtypes").expect_ok(240)
-    # 6 dtypes x 5 ops checked on every member.
-    assert [m.result["checked"] for m in members] == [30, 30, 30]
+    # 10 dtypes x 5 ops checked on every member.
+    assert [m.result["checked"] for m in members] == [50, 50, 50]
 
 
 def test_lists_async_broadcast_gather_barrier_reduce_dlpack_abort(run_group):

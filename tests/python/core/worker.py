@@ -26,7 +26,8 @@ def result(**kw) -> None:
 def dtypes():
     import ml_dtypes  # NumPy's bfloat16
 
-    return [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int32, np.int64]
+    return [np.float16, ml_dtypes.bfloat16, np.float32, np.float64, np.int32, np.int64,
+            np.uint8, np.int8, np.uint16, np.int16]
 
 
 class DLPackOnly:
@@ -82,6 +83,8 @@ def scenario_dtypes(comm: ringmaster.Communicator) -> dict:
             out = comm.all_reduce(x, op=op)
             assert out is x, f"{op} {dtype}: not the same object"
             want = expected(op, base)
+            if np.issubdtype(dtype, np.integer):  # products wrap around in 8 bits
+                want = want.astype(np.int64).astype(dtype).astype(np.float64)
             got = x.astype(np.float64)
             assert np.array_equal(got, want), f"{op} {np.dtype(dtype).name}: {got} != {want}"
             checked += 1
@@ -94,8 +97,8 @@ def scenario_dtypes(comm: ringmaster.Communicator) -> dict:
     x = (base + RANK + 1).astype(np.float32)
     comm.all_reduce(x, op=TFLikeReduceOp())
     assert np.array_equal(x, expected("mean", base))
-    # Unsupported dtypes are refused before anything is sent.
-    for bad in (np.bool_, np.uint8):
+    # Unsupported dtypes, and reductions of bool, are refused before anything is sent.
+    for bad in (np.bool_, np.uint32):
         try:
             comm.all_reduce(np.zeros(3, dtype=bad))
         except ringmaster.InvalidArgumentError as e:
@@ -139,6 +142,10 @@ def scenario_collectives(comm: ringmaster.Communicator) -> dict:
     f = np.arange(12, dtype=np.float32).reshape(3, 4) + 10 * RANK
     assert comm.broadcast(f, root=1) is f
     assert np.array_equal(f, np.arange(12, dtype=np.float32).reshape(3, 4) + 10), f
+    # bool moves as bytes.
+    flags = np.array([RANK == 1, True, False, RANK == 0])
+    assert comm.broadcast(flags, root=1) is flags
+    assert flags.tolist() == [True, True, False, False], flags
     # All-gather: rank order along axis 0.
     g = np.full((2, 3), RANK, dtype=np.int64)
     gathered = comm.all_gather(g)
