@@ -1,55 +1,70 @@
-"""TensorFlow over Ringmaster's all-reduce, with Horovod's names.
+"""TensorFlow over Ringmaster's collectives: Horovod's API, so a Horovod
+user changes one import.
 
-    import ringmaster.tensorflow as rm     # was: import horovod.tensorflow as hvd
-    rm.init()
-    tape = rm.DistributedGradientTape(tape)
+    import ringmaster.tensorflow as hvd     # was: import horovod.tensorflow as hvd
+    hvd.init()
+    tape = hvd.DistributedGradientTape(tape)
 
-The collectives are TensorFlow ops (``RingmasterAllReduce``,
-``RingmasterBroadcast``) compiled on first import against the TensorFlow in
-use (see ``ringmaster.tensorflow.build``). They work eagerly and inside
-``tf.function``; there is no strategy scope: values are plain tensors.
+``ringmaster.tensorflow`` has ``horovod.tensorflow``'s names, signatures,
+defaults and error types (Horovod 0.28.1; docs/python.md lists every name
+and what differs). Beside them, TensorFlow's own spelling for tf.distribute
+users: ``all_reduce(reduce_op, values, options=...)`` and ``reduce(op,
+value, axis)``; every collective takes ``options=`` (ours or TensorFlow's
+CommunicationOptions), merged over the job's ``communication`` block.
 
-Ordering: every rank must issue the same collectives in the same order. One
-call of :func:`all_reduce` is one op (all its tensors in one engine call,
-packed by ``bytes_per_pack``); inside a ``tf.function`` each op gets a
-control dependency on the previous Ringmaster op of the same graph, so the
-program order is the execution order.
-
-CPU kernels only: tensors on a GPU are copied to host memory by TensorFlow
-for the op and back (the engine's NCCL path is not wired into TensorFlow).
+The collectives are TensorFlow ops compiled on first import against the
+TensorFlow in use (see ``ringmaster.tensorflow.build``). They work eagerly
+and inside ``tf.function``; values are plain tensors. CPU kernels only:
+tensors on a GPU are copied to host memory by TensorFlow for the op and back.
 """
 from __future__ import annotations
 
-import json
 import os
-import threading
-import warnings
-import weakref
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Optional
 
 import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before TensorFlow's gRPC
 import tensorflow as tf
 
 from . import _build
+from ._basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set, ccl_built,
+                      check_num_rank_power_of_2, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
+                      gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
+                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
+                      nccl_built, rank, remove_process_set, rocm_built, shutdown, size, start_timeline,
+                      stop_timeline)
+from ._basics import reduce_op_value as _reduce_op_value
+from ._data import shard_dataset
+from ._tape import (DistributedGradientTape, DistributedOptimizer, PartialDistributedGradientTape,
+                    broadcast_global_variables)
+from .compression import Compression
+from .functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
+from .mpi_ops import (_allreduce, _grouped_allreduce, _grouped_reducescatter, _normalize_name, _option_attrs,
+                      _reducescatter, allgather, alltoall, barrier, broadcast, broadcast_, grouped_allgather,
+                      join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
+from .util import _executing_eagerly  # noqa: F401  (Horovod's tests import it from here too)
+
+try:
+    from ._tape import BroadcastGlobalVariablesHook  # noqa: F401  (TensorFlow 1 sessions)
+except ImportError:  # this TensorFlow has no SessionRunHook
+    pass
 
 __all__ = [
-    "init", "is_initialized", "rank", "size", "local_rank", "local_size", "all_reduce", "allreduce",
-    "broadcast", "broadcast_variables", "DistributedGradientTape", "reduce", "communication_options",
-    "Sum", "Average", "op_library_path",
+    # Horovod's names
+    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size", "cross_rank",
+    "cross_size", "is_homogeneous", "rank_op", "size_op", "local_rank_op", "local_size_op",
+    "process_set_included_op", "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled",
+    "gloo_built", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built", "start_timeline",
+    "stop_timeline", "Average", "Sum", "Adasum", "Min", "Max", "Product", "Compression", "allreduce",
+    "grouped_allreduce", "allgather", "grouped_allgather", "broadcast", "broadcast_", "broadcast_variables",
+    "broadcast_object", "broadcast_object_fn", "allgather_object", "alltoall", "reducescatter",
+    "grouped_reducescatter", "join", "barrier", "DistributedGradientTape", "PartialDistributedGradientTape",
+    "DistributedOptimizer", "broadcast_global_variables", "ProcessSet", "global_process_set",
+    "add_process_set", "remove_process_set", "SyncBatchNormalization", "keras", "elastic",
+    # TensorFlow's spelling and ours
+    "all_reduce", "reduce", "communication_options", "shard_dataset", "op_library_path",
 ]
 
-_ops = _build.load()  # builds on the first import (cached), then tf.load_op_library
-
-# Horovod's names for the reduction.
-Sum = "sum"
-Average = "mean"
-
-_IMPLEMENTATION_CODES = {"AUTO": 0, "RING": 1, "NCCL": 2}
-_REDUCE_OPS = {"sum": "sum", "mean": "mean", "average": "mean", "avg": "mean", "min": "min", "max": "max",
-               "product": "product", "prod": "product"}
-_lock = threading.Lock()
-_last_op: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-_warned_sparse = False
+_ops = _build.load()
 
 
 def op_library_path() -> str:
@@ -57,91 +72,141 @@ def op_library_path() -> str:
     return str(_build.library_path())
 
 
-# ------------------------------------------------------------------ group
+def __getattr__(name: str) -> Any:
+    # Lazy, so `import ringmaster.tensorflow as hvd; hvd.keras...` works
+    # without importing Keras for users who never touch it.
+    if name == "keras":
+        import importlib
+        return importlib.import_module(".keras", __name__)
+    if name == "SyncBatchNormalization":
+        from .sync_batch_norm import SyncBatchNormalization
+        return SyncBatchNormalization
+    if name == "elastic":
+        import importlib
+        return importlib.import_module(".elastic", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def init() -> "ringmaster.Communicator":
-    """Forms the collective group from TF_CONFIG and RINGMASTER_* (once; later
-    calls return the same group) and makes it the default of the ops."""
-    return ringmaster.init()
+# ------------------------------------------------------------ collectives
 
 
-def is_initialized() -> bool:
-    return ringmaster.default_communicator() is not None
+def _check_sparse(op: int, prescale_factor: float, postscale_factor: float) -> None:
+    if op == Adasum:
+        raise NotImplementedError("The Adasum reduction does not support sparse tensors (and is not implemented "
+                                  "by Ringmaster); pass sparse_as_dense=True")
+    if op not in (Sum, Average):
+        raise NotImplementedError("Only Sum and Average ops are supported with tf.IndexedSlices")
+    if prescale_factor != 1.0 or postscale_factor != 1.0:
+        raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
 
 
-def _comm() -> "ringmaster.Communicator":
-    c = ringmaster.default_communicator()
-    if c is None:
-        raise ValueError("ringmaster.tensorflow: call ringmaster.tensorflow.init() first")
-    return c
+def _sparse(tensor: tf.IndexedSlices, op: int, process_set: ProcessSet, ignore_name_scope: bool,
+            options: Any) -> tf.IndexedSlices:
+    values = allgather(tensor.values, process_set=process_set, ignore_name_scope=ignore_name_scope,
+                       options=options)
+    indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope,
+                        options=options)
+    if op == Average:
+        values = values / tf.cast(size(), values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
 
 
-def rank() -> int:
-    """This process's rank: the chief (if any) is 0, then the workers in index order."""
-    return int(_comm().rank)
+def _check_adasum(op: int) -> None:
+    if op == Adasum:
+        raise NotImplementedError("op=Adasum: the Adasum reduction is not implemented by Ringmaster")
 
 
-def size() -> int:
-    """The number of ranks (chief and workers; PS and evaluator are not members)."""
-    return int(_comm().size)
+def allreduce(tensor: Any, average: Any = None, device_dense: str = "", device_sparse: str = "",
+              compression: Any = Compression.none, op: Any = None, prescale_factor: float = 1.0,
+              postscale_factor: float = 1.0, name: Optional[str] = None,
+              process_set: ProcessSet = global_process_set, ignore_name_scope: bool = False,
+              options: Any = None) -> Any:
+    """Reduces ``tensor`` (a tf.Tensor, tf.Variable or tf.IndexedSlices)
+    across ranks; ``op`` defaults to Average. An IndexedSlices is reduced by
+    all-gathering its values and indices, as Horovod does."""
+    op = handle_average_backwards_compatibility(op, average)
+    if isinstance(tensor, tf.IndexedSlices):
+        _check_sparse(op, prescale_factor, postscale_factor)
+        return _sparse(tensor, op, process_set, ignore_name_scope, options)
+    _check_adasum(op)
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _allreduce(compressed, name=name, op=op, prescale_factor=prescale_factor,
+                         postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
+                         process_set=process_set, options=options)
+    return compression.decompress(reduced, ctx)
 
 
-def _member_hosts() -> List[str]:
-    """The host of each rank's TF_CONFIG address, in rank order."""
-    comm = _comm()
-    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
-    hosts = []
-    for r in range(comm.size):
-        name = comm.task_name(r)  # "/job:worker/task:1"
-        try:
-            job = name.split("/job:")[1].split("/")[0]
-            task = int(name.split("/task:")[1].split("/")[0])
-            address = cluster[job][task]
-        except (IndexError, KeyError, ValueError):
-            address = name
-        host = address.rsplit(":", 1)[0] if ":" in address else address
-        hosts.append(host.strip("[]"))
-    return hosts
+def grouped_allreduce(tensors: Any, average: Any = None, device_dense: str = "", device_sparse: str = "",
+                      compression: Any = Compression.none, op: Any = None, prescale_factor: float = 1.0,
+                      postscale_factor: float = 1.0, process_set: ProcessSet = global_process_set,
+                      ignore_name_scope: bool = False, name: Optional[str] = None, options: Any = None) -> Any:
+    """allreduce() of a list in one op (IndexedSlices each by all-gather)."""
+    op = handle_average_backwards_compatibility(op, average)
+    tensors = list(tensors)
+    if any(isinstance(t, tf.IndexedSlices) for t in tensors):
+        _check_sparse(op, prescale_factor, postscale_factor)
+    _check_adasum(op)
+    out: list = [None] * len(tensors)
+    dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
+    sent, ctxs = [], []
+    for i in dense:
+        t, ctx = compression.compress(tf.convert_to_tensor(tensors[i]))
+        sent.append(t)
+        ctxs.append(ctx)
+    reduced = _grouped_allreduce(sent, name=name, op=op, prescale_factor=prescale_factor,
+                                 postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
+                                 process_set=process_set, options=options)
+    for i, r, ctx in zip(dense, reduced, ctxs):
+        out[i] = compression.decompress(r, ctx)
+    for i, t in enumerate(tensors):
+        if isinstance(t, tf.IndexedSlices):
+            out[i] = _sparse(t, op, process_set, ignore_name_scope, options)
+    return out
 
 
-def local_rank() -> int:
-    """Rank among the members on this host: members whose TF_CONFIG address
-    has the same host name, counted in rank order. On Kubernetes every pod
-    has its own DNS name, so this is 0 unless tasks share an address host
-    (e.g. ``ringmaster run`` on 127.0.0.1, where it equals rank())."""
-    hosts = _member_hosts()
-    me = rank()
-    return sum(1 for r in range(me) if hosts[r] == hosts[me])
+def reducescatter(tensor: Any, device_dense: str = "", compression: Any = Compression.none, op: Any = Average,
+                  name: Optional[str] = None, process_set: ProcessSet = global_process_set,
+                  ignore_name_scope: bool = False, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                  options: Any = None) -> Any:
+    """Reduces ``tensor`` across ranks; rank r keeps its share of the first
+    dimension (the first dim % size ranks get one row more)."""
+    op = _reduce_op_value(op)
+    _check_adasum(op)
+    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _reducescatter(compressed, name=name, op=op, ignore_name_scope=ignore_name_scope,
+                             process_set=process_set, prescale_factor=prescale_factor,
+                             postscale_factor=postscale_factor, options=options)
+    return compression.decompress(reduced, ctx)
 
 
-def local_size() -> int:
-    """The number of members whose TF_CONFIG address has this rank's host."""
-    hosts = _member_hosts()
-    return hosts.count(hosts[rank()])
+def grouped_reducescatter(tensors: Any, device_dense: str = "", compression: Any = Compression.none,
+                          op: Any = Average, process_set: ProcessSet = global_process_set,
+                          ignore_name_scope: bool = False, prescale_factor: float = 1.0,
+                          postscale_factor: float = 1.0, options: Any = None) -> Any:
+    """reducescatter() of a list in one op."""
+    op = _reduce_op_value(op)
+    _check_adasum(op)
+    sent, ctxs = [], []
+    for t in tensors:
+        c, ctx = compression.compress(tf.convert_to_tensor(t))
+        sent.append(c)
+        ctxs.append(ctx)
+    reduced = _grouped_reducescatter(sent, op=op, ignore_name_scope=ignore_name_scope, process_set=process_set,
+                                     prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                                     options=options)
+    return [compression.decompress(r, ctx) for r, ctx in zip(reduced, ctxs)]
 
 
-# ---------------------------------------------------------------- helpers
+# ------------------------------------------------ tf.distribute's spelling
 
 
 def _reduce_op_name(op: Any) -> str:
-    if isinstance(op, tf.distribute.ReduceOp):
-        return "sum" if op == tf.distribute.ReduceOp.SUM else "mean"
-    name = getattr(op, "value", op)
-    if isinstance(name, str) and name.lower() in _REDUCE_OPS:
-        return _REDUCE_OPS[name.lower()]
-    raise ValueError(f"reduce_op: must be 'sum', 'mean' (or min, max, product) or a tf.distribute.ReduceOp, "
-                     f"got {op!r}")
+    """'sum' or 'mean' (what tf.distribute's reduce ops are) from any spelling."""
+    value = _reduce_op_value(op)
+    return {Sum: "sum", Average: "mean", Min: "min", Max: "max", Product: "product"}.get(value, "adasum")
 
 
-def _option_attrs(options: Any) -> dict:
-    o = ringmaster.CommunicationOptions.from_any(options)
-    timeout = o.timeout_seconds
-    return {
-        "bytes_per_pack": int(o.bytes_per_pack),
-        "timeout_seconds": -1.0 if not timeout else float(timeout),
-        "implementation": _IMPLEMENTATION_CODES[str(o.implementation).upper()],
-    }
+_warned_sparse = False
 
 
 def _densify(value: Any) -> Any:
@@ -149,99 +214,36 @@ def _densify(value: Any) -> Any:
     if isinstance(value, tf.IndexedSlices):
         if not _warned_sparse:
             _warned_sparse = True
+            import warnings
             warnings.warn("ringmaster.tensorflow: converting tf.IndexedSlices to dense tensors for the "
                           "all-reduce (this can use a lot of memory for large embeddings)", stacklevel=3)
         return tf.convert_to_tensor(value)
     return value
 
 
-def _check_no_xla() -> None:
-    from tensorflow.python.ops import control_flow_util
-    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
-        raise ValueError(
-            "ringmaster.tensorflow: the Ringmaster collectives have no XLA kernel and cannot run inside a "
-            "function compiled with jit_compile=True. Compile the Keras model with "
-            "model.compile(..., jit_compile=False) (Keras 3 picks XLA automatically when a GPU is visible), "
-            "or use tf.function(jit_compile=False).")
+def all_reduce(reduce_op: Any, values: Any, options: Any = None, name: Optional[str] = None) -> Any:
+    """tf.distribute's argument order: reduces ``values`` (a tensor or a
+    nested list/tuple/dict of tensors; ``None`` entries are passed through)
+    across all ranks, in one op.
 
-
-def _issue(make_op, tensors: List[tf.Tensor]) -> List[tf.Tensor]:
-    """Runs one Ringmaster op; in a graph, after the previous one of that graph."""
-    if tf.executing_eagerly():
-        return list(make_op(tensors))
-    _check_no_xla()
-    graph = tf.compat.v1.get_default_graph()
-    with _lock:
-        prev = _last_op.get(graph)
-        deps = [prev] if prev is not None else []
-        with tf.control_dependencies(deps):
-            out = list(make_op(tensors))
-        if out:
-            _last_op[graph] = out[0].op
-    return out
-
-
-def _flat_call(values: Any, run) -> Any:
+    reduce_op: "sum", "mean" (also "min", "max", "product"), a
+    tf.distribute.ReduceOp or Horovod's constants. options:
+    ringmaster.CommunicationOptions, tf.distribute.experimental.CommunicationOptions
+    or CollectiveHints (None: the job's defaults). Returns the same structure.
+    IndexedSlices are converted to dense tensors.
+    """
+    op = _reduce_op_value(reduce_op)
+    _check_adasum(op)
     flat = tf.nest.flatten(values, expand_composites=False)
     idx = [i for i, v in enumerate(flat) if v is not None]
     if not idx:
         return values
-    tensors = [tf.convert_to_tensor(_densify(flat[i])) for i in idx]
-    results = run(tensors)
+    reduced = _grouped_allreduce([tf.convert_to_tensor(_densify(flat[i])) for i in idx], name=name, op=op,
+                                 options=options)
     out = list(flat)
-    for i, r in zip(idx, results):
+    for i, r in zip(idx, reduced):
         out[i] = r
     return tf.nest.pack_sequence_as(values, out)
-
-
-# ------------------------------------------------------------ collectives
-
-
-def all_reduce(reduce_op: Any, values: Any, options: Any = None, name: Optional[str] = None) -> Any:
-    """Reduces ``values`` (a tensor or a nested list/tuple/dict of tensors;
-    ``None`` entries are passed through) across all ranks, in one op.
-
-    reduce_op: "sum", "mean" (also "min", "max", "product") or
-    tf.distribute.ReduceOp. options: ringmaster.CommunicationOptions,
-    tf.distribute.experimental.CommunicationOptions or CollectiveHints
-    (None: the job's defaults). Returns the same structure.
-    IndexedSlices are converted to dense tensors (with a one-time warning).
-    """
-    op = _reduce_op_name(reduce_op)
-    attrs = _option_attrs(options)
-
-    def run(tensors):
-        return _issue(lambda ts: _ops.ringmaster_all_reduce(ts, reduce_op=op, name=name, **attrs), tensors)
-
-    return _flat_call(values, run)
-
-
-allreduce = all_reduce
-
-
-def broadcast(value: Any, root_rank: int = 0, options: Any = None, name: Optional[str] = None) -> Any:
-    """root_rank's ``value`` (a tensor or nested structure) on every rank."""
-    attrs = _option_attrs(options)
-
-    def run(tensors):
-        return _issue(lambda ts: _ops.ringmaster_broadcast(ts, root_rank=int(root_rank), name=name, **attrs),
-                      tensors)
-
-    return _flat_call(value, run)
-
-
-def broadcast_variables(variables: Iterable[tf.Variable], root_rank: int = 0, options: Any = None) -> Any:
-    """Assigns root_rank's values to ``variables`` on every rank (one op for all).
-    Returns None eagerly, the group of assignments in a graph."""
-    variables = list(variables)
-    if not variables:
-        return None
-    values = broadcast([v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v)
-                        for v in variables], root_rank=root_rank, options=options)
-    assigns = [v.assign(x) for v, x in zip(variables, values)]
-    if tf.executing_eagerly():
-        return None
-    return tf.group(*assigns)
 
 
 def reduce(reduce_op: Any, value: Any, axis: Optional[int] = None, options: Any = None) -> Any:
@@ -286,30 +288,3 @@ def communication_options() -> "tf.distribute.experimental.CommunicationOptions"
         bytes_per_pack=bpp, timeout_seconds=timeout, implementation=getattr(impls, impl))
 
 
-# ----------------------------------------------------------------- tapes
-
-
-class DistributedGradientTape:
-    """Wraps a tf.GradientTape: ``gradient()`` returns the gradients reduced
-    across ranks (``op``: "mean" by default, as Horovod's Average) in one op.
-    Everything else is the wrapped tape's."""
-
-    def __init__(self, tape: tf.GradientTape, options: Any = None, op: Any = "mean",
-                 sparse_as_dense: bool = True) -> None:
-        self._tape = tape
-        self._options = options
-        self._op = _reduce_op_name(op)
-
-    def gradient(self, target: Any, sources: Any, output_gradients: Any = None, **kwargs: Any) -> Any:
-        grads = self._tape.gradient(target, sources, output_gradients=output_gradients, **kwargs)
-        return all_reduce(self._op, grads, options=self._options)
-
-    def __enter__(self) -> "DistributedGradientTape":
-        self._tape.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._tape.__exit__(*exc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._tape, name)

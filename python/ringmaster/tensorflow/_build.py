@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
 
-_SOURCE = Path(__file__).resolve().parent / "_ops" / "ringmaster_ops.cc"
+_OPS_DIR = Path(__file__).resolve().parent / "_ops"
 _LIB_NAME = "ringmaster_ops.so"
 _BUILD_TIMEOUT_S = 1200
 _module: Any = None
@@ -39,6 +39,10 @@ def cache_root() -> Path:
     return Path(base) / "ringmaster" / "tf-ops"
 
 
+def _sources() -> List[Path]:
+    return sorted(_OPS_DIR.glob("*.cc"))
+
+
 def _compiler() -> str:
     return os.environ.get("CXX") or shutil.which("g++") or "g++"
 
@@ -47,7 +51,8 @@ def _command(tf: Any, ringmaster: Any, output: str) -> List[str]:
     lib = Path(ringmaster.library_path()).resolve()
     return ([_compiler(), "-std=c++17", "-shared", "-fPIC", "-O2"]
             + list(tf.sysconfig.get_compile_flags())
-            + ["-I" + str(ringmaster.include_dir()), str(_SOURCE), "-o", output]
+            + ["-I" + str(ringmaster.include_dir()), "-I" + str(_OPS_DIR)] + [str(p) for p in _sources()]
+            + ["-o", output]
             + list(tf.sysconfig.get_link_flags())
             + [str(lib), "-Wl,-rpath," + str(lib.parent)])
 
@@ -58,7 +63,9 @@ def _key(tf: Any, ringmaster: Any) -> str:
     for part in (tf.__version__, sys.version, " ".join(_command(tf, ringmaster, "OUT")),
                  str(lib), str(lib.stat().st_mtime_ns)):
         h.update(part.encode() + b"\0")
-    h.update(_SOURCE.read_bytes())
+    for path in sorted(_OPS_DIR.iterdir()):  # the sources and the headers they share
+        if path.suffix in (".cc", ".h"):
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:20]
 
 

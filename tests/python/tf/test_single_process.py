@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent('''
         out["xla"] = "ran"
     except ValueError as e:
         out["xla"] = str(e)
-    g = tf.function(lambda x: [rm.all_reduce("sum", x), rm.all_reduce("sum", x * 2), rm.broadcast(x)])
+    g = tf.function(lambda x: [rm.all_reduce("sum", x), rm.all_reduce("sum", x * 2), rm.broadcast(x, 0)])
     graph = g.get_concrete_function(tf.constant([1.0])).graph
     ops = [op for op in graph.get_operations() if op.type.startswith("Ringmaster")]
     out["chain"] = [[op.name, [c.name for c in op.control_inputs]] for op in ops]

@@ -1,11 +1,14 @@
 // TensorFlow ops over Ringmaster's collective engine (the C API of
-// libringmaster, ringmaster/ringmaster.h).
+// libringmaster, ringmaster/ringmaster.h): the all-reduce and the broadcast.
+// The gathers, all-to-all, reduce-scatter, barrier and join are in
+// gather_ops.cc; what they all share (the agreement, options, scaling) in
+// common.h.
 //
 //   RingmasterAllReduce  a list of tensors -> the same list, reduced across
 //                        every rank of the group, in ONE engine call (so the
 //                        engine packs them by bytes_per_pack). Asynchronous:
-//                        the kernel returns at once and the engine's thread
-//                        signals completion; no TensorFlow thread blocks.
+//                        once the members agree (common.h), the kernel
+//                        returns and the engine's thread signals completion.
 //   RingmasterBroadcast  a list of tensors -> root_rank's values on every rank.
 //
 // CPU kernels only: TensorFlow places the op of GPU tensors on the CPU and
@@ -18,105 +21,30 @@
 // (DeadlineExceeded, Unavailable, Aborted, ...). The ops are marked as
 // distributed communication: TensorFlow replaces Unavailable from any other
 // op with Internal.
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "ringmaster/ringmaster.h"
+#include "common.h"
 #include "tensorflow/core/framework/op.h"
-#include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
-#include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/lib/core/threadpool.h"
 
 namespace ringmaster_tf {
 
 using tensorflow::AsyncOpKernel;
-using tensorflow::DataType;
 using tensorflow::OpKernel;
-using tensorflow::OpKernelConstruction;
-using tensorflow::OpKernelContext;
-using tensorflow::Tensor;
 using tensorflow::shape_inference::InferenceContext;
-
-constexpr char kNoCommunicator[] =
-    "Ringmaster has no collective group in this process: call ringmaster.tensorflow.init() first";
-
-absl::Status FromCode(int code, const std::string& message) {
-  if (code == RM_OK) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(code), message.empty() ? "ringmaster: error" : message);
-}
-
-absl::Status ToRmDtype(DataType dt, rm_dtype* out) {
-  switch (dt) {
-    case tensorflow::DT_HALF:
-      *out = RM_FLOAT16;
-      return absl::OkStatus();
-    case tensorflow::DT_BFLOAT16:
-      *out = RM_BFLOAT16;
-      return absl::OkStatus();
-    case tensorflow::DT_FLOAT:
-      *out = RM_FLOAT32;
-      return absl::OkStatus();
-    case tensorflow::DT_DOUBLE:
-      *out = RM_FLOAT64;
-      return absl::OkStatus();
-    case tensorflow::DT_INT32:
-      *out = RM_INT32;
-      return absl::OkStatus();
-    case tensorflow::DT_INT64:
-      *out = RM_INT64;
-      return absl::OkStatus();
-    default:
-      return absl::InvalidArgumentError("ringmaster: unsupported dtype " + tensorflow::DataTypeString(dt) +
-                                        " (float16, bfloat16, float32, float64, int32, int64)");
-  }
-}
-
-absl::Status ParseReduceOp(const std::string& s, rm_reduce_op* op) {
-  if (s == "sum")
-    *op = RM_SUM;
-  else if (s == "mean")
-    *op = RM_MEAN;
-  else if (s == "min")
-    *op = RM_MIN;
-  else if (s == "max")
-    *op = RM_MAX;
-  else if (s == "product")
-    *op = RM_PRODUCT;
-  else
-    return absl::InvalidArgumentError("reduce_op: must be sum, mean, min, max or product, got '" + s + "'");
-  return absl::OkStatus();
-}
-
-// The per-call options from the op's attributes (0 / < 0 / AUTO keep the job default).
-absl::Status ReadOptions(OpKernelConstruction* c, rm_options* o) {
-  *o = rm_default_options();
-  tensorflow::int64 bpp = 0;
-  float timeout = -1.f;
-  int impl = 0;
-  TF_RETURN_IF_ERROR(c->GetAttr("bytes_per_pack", &bpp));
-  TF_RETURN_IF_ERROR(c->GetAttr("timeout_seconds", &timeout));
-  TF_RETURN_IF_ERROR(c->GetAttr("implementation", &impl));
-  if (bpp < 0) return absl::InvalidArgumentError("bytes_per_pack: must be >= 0, got " + std::to_string(bpp));
-  if (impl < RM_AUTO || impl > RM_NCCL)
-    return absl::InvalidArgumentError("implementation: must be 0 (AUTO), 1 (RING) or 2 (NCCL), got " +
-                                      std::to_string(impl));
-  o->bytes_per_pack = bpp;
-  o->timeout_seconds = timeout;
-  o->implementation = static_cast<rm_implementation>(impl);
-  return absl::OkStatus();
-}
 
 // Outputs alias their inputs when TensorFlow lets us (the result is written
 // in place). Else, with `sources`, the input is named as the engine's
 // source for that output (the engine reads it on its own threads, so the
 // copy overlaps the packs already on the wire); without, it is copied into
-// the fresh output here. Fills `ts` with the non-empty outputs (every rank
-// has the same shapes, so every rank skips the same ones).
+// the fresh output here. With a prescale factor the output gets the scaled
+// input (and is reduced in place). Fills `ts` with the non-empty outputs
+// (every rank has the same shapes, so every rank skips the same ones).
 absl::Status PrepareOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts,
-                            std::vector<const void*>* sources = nullptr) {
+                            std::vector<const void*>* sources, double prescale) {
   const int n = ctx->num_inputs();
   ts->clear();
   ts->reserve(n);
@@ -128,18 +56,23 @@ absl::Status PrepareOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts,
     if (in.NumElements() == 0) continue;
     auto src = in.tensor_data();
     char* dst = const_cast<char*>(out->tensor_data().data());
-    if (sources) {
+    if (prescale != 1.0) {
+      TF_RETURN_IF_ERROR(Scale(in, out, prescale));
+      if (sources) sources->push_back(nullptr);
+    } else if (sources) {
       sources->push_back(dst != src.data() ? src.data() : nullptr);
     } else if (dst != src.data()) {
       std::memcpy(dst, src.data(), src.size());
     }
-    rm_tensor t;
-    t.data = dst;
-    t.count = in.NumElements();
-    TF_RETURN_IF_ERROR(ToRmDtype(in.dtype(), &t.dtype));
-    ts->push_back(t);
+    ts->push_back(View(*out));
   }
   return absl::OkStatus();
+}
+
+std::vector<const Tensor*> Inputs(OpKernelContext* ctx) {
+  std::vector<const Tensor*> v;
+  for (int i = 0; i < ctx->num_inputs(); ++i) v.push_back(&ctx->input(i));
+  return v;
 }
 
 void SameShapes(InferenceContext* c) {
@@ -149,29 +82,37 @@ void SameShapes(InferenceContext* c) {
 class AllReduceOp : public AsyncOpKernel {
  public:
   explicit AllReduceOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
-    std::string op;
-    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &op));
-    OP_REQUIRES_OK(c, ParseReduceOp(op, &op_));
+    OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &horovod_op_));
+    OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale_));
+    OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
+    OP_REQUIRES_OK(c, CheckProcessSet(c));
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    rm_communicator* comm = rm_default_communicator();
-    OP_REQUIRES_ASYNC(ctx, comm != nullptr, absl::FailedPreconditionError(kNoCommunicator), done);
+    rm_communicator* comm = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx, Communicator(&comm), done);
+    rm_reduce_op op = RM_SUM;
+    Proposal mine = Propose(Kind::kAllReduce, Inputs(ctx));
+    mine.reduce_op = horovod_op_;
+    mine.prescale_bits = Bits(prescale_);
+    mine.postscale_bits = Bits(postscale_);
+    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, ToRmReduceOp(horovod_op_, &op), options_), done);
     auto call = std::make_unique<Call>();
     call->ctx = ctx;
     call->done = std::move(done);
-    OP_REQUIRES_OK_ASYNC(ctx, PrepareOutputs(ctx, &call->tensors, &call->sources), call->done);
+    call->postscale = postscale_;
+    OP_REQUIRES_OK_ASYNC(ctx, PrepareOutputs(ctx, &call->tensors, &call->sources, prescale_), call->done);
     if (call->tensors.empty()) {
       call->done();
       return;
     }
     rm_handle* handle = nullptr;
     // The inputs stay alive until done(): the engine may read them until then.
-    int rc = rm_allreduce_async_from(comm, call->sources.data(), call->tensors.data(), call->tensors.size(),
-                                     op_, &options_, &handle);
+    int rc = rm_allreduce_async_from(comm, call->sources.data(), call->tensors.data(), call->tensors.size(), op,
+                                     &options_, &handle);
     if (rc != RM_OK) {
-      ctx->SetStatus(FromCode(rc, rm_last_error()));
+      ctx->SetStatus(LastError(rc));
       call->done();
       return;
     }
@@ -180,7 +121,7 @@ class AllReduceOp : public AsyncOpKernel {
     if (rc != RM_OK) {
       // Only for a NULL handle or callback, which cannot happen here.
       std::unique_ptr<Call> owned(raw);
-      owned->ctx->SetStatus(FromCode(rc, rm_last_error()));
+      owned->ctx->SetStatus(LastError(rc));
       owned->done();
     }
   }
@@ -191,6 +132,7 @@ class AllReduceOp : public AsyncOpKernel {
     DoneCallback done;
     std::vector<rm_tensor> tensors;
     std::vector<const void*> sources;  // per tensor: its input, or null (in place)
+    double postscale = 1.0;
   };
 
   // On the engine's thread: only hand the completion to a TensorFlow thread.
@@ -199,7 +141,16 @@ class AllReduceOp : public AsyncOpKernel {
     std::string msg = message ? message : "";
     auto finish = [call, code, msg]() {
       std::unique_ptr<Call> owned(call);
-      if (code != RM_OK) owned->ctx->SetStatus(FromCode(code, msg));
+      OpKernelContext* ctx = owned->ctx;
+      if (code != RM_OK) {
+        ctx->SetStatus(FromCode(code, msg));
+      } else if (owned->postscale != 1.0) {
+        for (int i = 0; i < ctx->num_outputs(); ++i) {
+          Tensor* out = ctx->mutable_output(i);
+          absl::Status s = Scale(*out, out, owned->postscale);
+          if (!s.ok()) ctx->SetStatus(s);
+        }
+      }
       owned->done();
     };
     auto* threads = call->ctx->device()->tensorflow_cpu_worker_threads();
@@ -210,7 +161,8 @@ class AllReduceOp : public AsyncOpKernel {
     }
   }
 
-  rm_reduce_op op_ = RM_SUM;
+  int horovod_op_ = 1;
+  float prescale_ = 1.f, postscale_ = 1.f;
   rm_options options_;
 };
 
@@ -219,20 +171,24 @@ class BroadcastOp : public OpKernel {
   explicit BroadcastOp(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
+    OP_REQUIRES_OK(c, CheckProcessSet(c));
   }
 
   void Compute(OpKernelContext* ctx) override {
-    rm_communicator* comm = rm_default_communicator();
-    OP_REQUIRES(ctx, comm != nullptr, absl::FailedPreconditionError(kNoCommunicator));
+    rm_communicator* comm = nullptr;
+    OP_REQUIRES_OK(ctx, Communicator(&comm));
     const int size = rm_size(comm);
-    OP_REQUIRES(ctx, root_ >= 0 && root_ < size,
-                absl::InvalidArgumentError("root_rank: must be in [0, " + std::to_string(size) + "), got " +
-                                           std::to_string(root_)));
+    absl::Status local = absl::OkStatus();
+    if (root_ < 0 || root_ >= size)
+      local = absl::InvalidArgumentError("root_rank: must be in [0, " + std::to_string(size) + "), got " +
+                                         std::to_string(root_));
+    Proposal mine = Propose(Kind::kBroadcast, Inputs(ctx));
+    mine.root = root_;
+    OP_REQUIRES_OK(ctx, Agree(comm, mine, local, options_));
     std::vector<rm_tensor> ts;
-    OP_REQUIRES_OK(ctx, PrepareOutputs(ctx, &ts));
+    OP_REQUIRES_OK(ctx, PrepareOutputs(ctx, &ts, nullptr, 1.0));
     if (ts.empty()) return;
-    int rc = rm_broadcast(comm, ts.data(), ts.size(), root_, &options_);
-    OP_REQUIRES_OK(ctx, FromCode(rc, rm_last_error()));
+    OP_REQUIRES_OK(ctx, LastError(rm_broadcast(comm, ts.data(), ts.size(), root_, &options_)));
   }
 
  private:
@@ -243,11 +199,11 @@ class BroadcastOp : public OpKernel {
 REGISTER_OP("RingmasterAllReduce")
     .Input("tensors: T")
     .Output("reduced: T")
-    .Attr("T: list({half, bfloat16, float, double, int32, int64}) >= 1")
-    .Attr("reduce_op: string = 'sum'")
-    .Attr("bytes_per_pack: int = 0")
-    .Attr("timeout_seconds: float = -1")
-    .Attr("implementation: int = 0")
+    .Attr("T: list({half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16}) >= 1")
+    .Attr("reduce_op: int = 1")
+    .Attr("prescale_factor: float = 1.0")
+    .Attr("postscale_factor: float = 1.0")
+    .RINGMASTER_OPTION_ATTRS
     .SetIsStateful()
     .SetIsDistributedCommunication()  // else TF turns our UnavailableError into InternalError
     .SetShapeFn([](InferenceContext* c) {
@@ -256,21 +212,20 @@ REGISTER_OP("RingmasterAllReduce")
     })
     .Doc(R"doc(
 All-reduces every tensor of the list across the Ringmaster group in one call
-(packed by bytes_per_pack). reduce_op: sum, mean, min, max, product.
-bytes_per_pack 0, timeout_seconds < 0 and implementation 0 (AUTO) keep the
-job's defaults; implementation 1 = RING, 2 = NCCL.
+(packed by bytes_per_pack). reduce_op: Horovod's values (0 Average, 1 Sum,
+3 Min, 4 Max, 5 Product). bytes_per_pack 0, timeout_seconds < 0 and
+implementation 0 (AUTO) keep the job's defaults; implementation 1 = RING,
+2 = NCCL.
 )doc");
 
 REGISTER_OP("RingmasterBroadcast")
     .Input("tensors: T")
     .Output("broadcast: T")
-    .Attr("T: list({half, bfloat16, float, double, int32, int64}) >= 1")
+    .Attr("T: list({half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16, bool}) >= 1")
     .Attr("root_rank: int = 0")
-    .Attr("bytes_per_pack: int = 0")
-    .Attr("timeout_seconds: float = -1")
-    .Attr("implementation: int = 0")
+    .RINGMASTER_OPTION_ATTRS
     .SetIsStateful()
-    .SetIsDistributedCommunication()  // else TF turns our UnavailableError into InternalError
+    .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) {
       SameShapes(c);
       return absl::OkStatus();

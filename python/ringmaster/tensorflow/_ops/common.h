@@ -1,0 +1,352 @@
+// What every Ringmaster TensorFlow kernel shares: status and dtype mapping,
+// the per-call options, pre/post-scaling, and the agreement every member
+// reaches before a collective moves data.
+//
+// Why an agreement: the engine matches messages by order and size, so two
+// members calling different collectives, or the same one with different
+// shapes, would otherwise abort the whole group (a protocol error). Horovod's
+// users expect such a mistake to fail that one call with
+// FailedPreconditionError on every member and leave the group usable. So each
+// kernel first all-gathers one fixed-size record (what it is about to do);
+// every member sees the same records, reaches the same verdict, and either
+// all go on or all fail with the same message, naming the members and their
+// shapes. A member whose own arguments are wrong (InvalidArgument) still
+// takes part, so the others fail with FailedPrecondition instead of waiting.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ringmaster/ringmaster.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/tensor_shape.h"
+
+namespace ringmaster_tf {
+
+using tensorflow::DataType;
+using tensorflow::OpKernelConstruction;
+using tensorflow::OpKernelContext;
+using tensorflow::Tensor;
+using tensorflow::TensorShape;
+
+inline constexpr char kNoCommunicator[] =
+    "Ringmaster has no collective group in this process: call ringmaster.tensorflow.init() first";
+
+inline absl::Status FromCode(int code, const std::string& message) {
+  if (code == RM_OK) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(code), message.empty() ? "ringmaster: error" : message);
+}
+
+inline absl::Status LastError(int code) { return FromCode(code, rm_last_error()); }
+
+// TensorFlow's dtype -> the engine's (rm_dtype in ringmaster.h owns the values).
+inline absl::Status ToRmDtype(DataType dt, rm_dtype* out) {
+  switch (dt) {
+    case tensorflow::DT_HALF: *out = RM_FLOAT16; break;
+    case tensorflow::DT_BFLOAT16: *out = RM_BFLOAT16; break;
+    case tensorflow::DT_FLOAT: *out = RM_FLOAT32; break;
+    case tensorflow::DT_DOUBLE: *out = RM_FLOAT64; break;
+    case tensorflow::DT_INT32: *out = RM_INT32; break;
+    case tensorflow::DT_INT64: *out = RM_INT64; break;
+    case tensorflow::DT_UINT8: *out = RM_UINT8; break;
+    case tensorflow::DT_INT8: *out = RM_INT8; break;
+    case tensorflow::DT_UINT16: *out = RM_UINT16; break;
+    case tensorflow::DT_INT16: *out = RM_INT16; break;
+    case tensorflow::DT_BOOL: *out = RM_BOOL; break;
+    default:
+      return absl::InvalidArgumentError("ringmaster: unsupported dtype " + tensorflow::DataTypeString(dt));
+  }
+  return absl::OkStatus();
+}
+
+inline rm_tensor View(const Tensor& t) {
+  rm_tensor v;
+  v.data = const_cast<char*>(t.tensor_data().data());
+  v.count = t.NumElements();
+  v.dtype = RM_FLOAT32;
+  (void)ToRmDtype(t.dtype(), &v.dtype);  // the op's type constraint admits only mapped dtypes
+  return v;
+}
+
+// The options every op carries as attributes (0 / < 0 / 0 keep the job's
+// defaults, as rm_options says).
+inline absl::Status ReadOptions(OpKernelConstruction* c, rm_options* o) {
+  *o = rm_default_options();
+  int64_t bpp = 0;
+  float timeout = -1.f;
+  int impl = 0;
+  TF_RETURN_IF_ERROR(c->GetAttr("bytes_per_pack", &bpp));
+  TF_RETURN_IF_ERROR(c->GetAttr("timeout_seconds", &timeout));
+  TF_RETURN_IF_ERROR(c->GetAttr("implementation", &impl));
+  if (bpp < 0) return absl::InvalidArgumentError("bytes_per_pack: must be >= 0, got " + std::to_string(bpp));
+  if (impl < RM_AUTO || impl > RM_NCCL)
+    return absl::InvalidArgumentError("implementation: must be 0 (AUTO), 1 (RING) or 2 (NCCL), got " +
+                                      std::to_string(impl));
+  o->bytes_per_pack = bpp;
+  o->timeout_seconds = timeout;
+  o->implementation = static_cast<rm_implementation>(impl);
+  return absl::OkStatus();
+}
+
+// Horovod's reduce ops (their values are Horovod's: Average 0, Sum 1,
+// Adasum 2, Min 3, Max 4, Product 5) -> the engine's.
+inline absl::Status ToRmReduceOp(int horovod_op, rm_reduce_op* out) {
+  switch (horovod_op) {
+    case 0: *out = RM_MEAN; return absl::OkStatus();
+    case 1: *out = RM_SUM; return absl::OkStatus();
+    case 3: *out = RM_MIN; return absl::OkStatus();
+    case 4: *out = RM_MAX; return absl::OkStatus();
+    case 5: *out = RM_PRODUCT; return absl::OkStatus();
+    case 2: return absl::UnimplementedError("reduce_op: Adasum is not implemented by Ringmaster");
+    default: return absl::InvalidArgumentError("reduce_op: unknown value " + std::to_string(horovod_op));
+  }
+}
+
+// dst[i] = cast(src[i] * factor), in float64 for integers and float64, in
+// float32 for the 16-bit floats and float32: Horovod's scaling arithmetic.
+template <typename T, typename W>
+void ScaleAs(const Tensor& src, Tensor* dst, double factor) {
+  auto in = src.flat<T>();
+  auto out = dst->flat<T>();
+  const W f = static_cast<W>(factor);
+  for (int64_t i = 0; i < in.size(); ++i) out(i) = static_cast<T>(static_cast<W>(in(i)) * f);
+}
+
+inline absl::Status Scale(const Tensor& src, Tensor* dst, double factor) {
+  switch (src.dtype()) {
+    case tensorflow::DT_HALF: ScaleAs<Eigen::half, float>(src, dst, factor); break;
+    case tensorflow::DT_BFLOAT16: ScaleAs<tensorflow::bfloat16, float>(src, dst, factor); break;
+    case tensorflow::DT_FLOAT: ScaleAs<float, float>(src, dst, factor); break;
+    case tensorflow::DT_DOUBLE: ScaleAs<double, double>(src, dst, factor); break;
+    case tensorflow::DT_INT32: ScaleAs<int32_t, double>(src, dst, factor); break;
+    case tensorflow::DT_INT64: ScaleAs<int64_t, double>(src, dst, factor); break;
+    case tensorflow::DT_UINT8: ScaleAs<uint8_t, double>(src, dst, factor); break;
+    case tensorflow::DT_INT8: ScaleAs<int8_t, double>(src, dst, factor); break;
+    case tensorflow::DT_UINT16: ScaleAs<uint16_t, double>(src, dst, factor); break;
+    case tensorflow::DT_INT16: ScaleAs<int16_t, double>(src, dst, factor); break;
+    default:
+      return absl::InvalidArgumentError("prescale_factor/postscale_factor: cannot scale a " +
+                                        tensorflow::DataTypeString(src.dtype()) + " tensor");
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------ agreement
+
+enum class Kind : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kAllToAll, kReduceScatter, kBarrier, kJoin };
+
+inline const char* KindName(int64_t k) {
+  switch (static_cast<Kind>(k)) {
+    case Kind::kAllReduce: return "allreduce";
+    case Kind::kBroadcast: return "broadcast";
+    case Kind::kAllGather: return "allgather";
+    case Kind::kAllToAll: return "alltoall";
+    case Kind::kReduceScatter: return "reducescatter";
+    case Kind::kBarrier: return "barrier";
+    case Kind::kJoin: return "join";
+  }
+  return "unknown collective";
+}
+
+// One member's record, all int64 so one all-gather carries it.
+struct Proposal {
+  static constexpr int kMaxDims = 8;
+  static constexpr int kWords = 16 + kMaxDims;
+  int64_t kind = 0;
+  int64_t reduce_op = -1;
+  int64_t root = -1;
+  int64_t tensors = 0;
+  int64_t digest = 0;       // dtypes and shapes of every tensor
+  int64_t tail_digest = 0;  // the same without each first dimension
+  int64_t prescale_bits = 0, postscale_bits = 0;
+  int64_t local_error = 0;  // this member's own InvalidArgument etc.: its code
+  int64_t dtype0 = 0, ndims0 = 0;  // tensor 0, for the message
+  int64_t dims0[kMaxDims] = {};
+
+  void Pack(int64_t* w) const {
+    int64_t head[16] = {kind, reduce_op, root, tensors, digest, tail_digest, prescale_bits, postscale_bits,
+                        local_error, dtype0, ndims0, 0, 0, 0, 0, 0};
+    std::memcpy(w, head, sizeof(head));
+    std::memcpy(w + 16, dims0, sizeof(dims0));
+  }
+  static Proposal Unpack(const int64_t* w) {
+    Proposal p;
+    p.kind = w[0], p.reduce_op = w[1], p.root = w[2], p.tensors = w[3], p.digest = w[4];
+    p.tail_digest = w[5], p.prescale_bits = w[6], p.postscale_bits = w[7], p.local_error = w[8];
+    p.dtype0 = w[9], p.ndims0 = w[10];
+    std::memcpy(p.dims0, w + 16, sizeof(p.dims0));
+    return p;
+  }
+};
+
+inline uint64_t Mix(uint64_t h, int64_t v) {  // FNV-1a over the value's bytes
+  for (int i = 0; i < 8; ++i) {
+    h ^= static_cast<uint64_t>(v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+inline int64_t Bits(double v) {
+  int64_t b;
+  std::memcpy(&b, &v, sizeof(b));
+  return b;
+}
+
+// A proposal for `tensors` (their dtypes and shapes).
+inline Proposal Propose(Kind kind, const std::vector<const Tensor*>& tensors) {
+  Proposal p;
+  p.kind = static_cast<int64_t>(kind);
+  p.tensors = static_cast<int64_t>(tensors.size());
+  uint64_t full = 14695981039346656037ull, tail = full;
+  for (const Tensor* t : tensors) {
+    full = Mix(Mix(full, t->dtype()), t->dims());
+    tail = Mix(Mix(tail, t->dtype()), t->dims());
+    for (int d = 0; d < t->dims(); ++d) {
+      full = Mix(full, t->dim_size(d));
+      if (d > 0) tail = Mix(tail, t->dim_size(d));
+    }
+  }
+  p.digest = static_cast<int64_t>(full);
+  p.tail_digest = static_cast<int64_t>(tail);
+  if (!tensors.empty()) {
+    p.dtype0 = tensors[0]->dtype();
+    p.ndims0 = tensors[0]->dims();
+    for (int d = 0; d < tensors[0]->dims() && d < Proposal::kMaxDims; ++d) p.dims0[d] = tensors[0]->dim_size(d);
+  }
+  return p;
+}
+
+inline std::string Member(rm_communicator* comm, int r) {
+  const char* task = rm_task_name(comm, r);
+  return "rank " + std::to_string(r) + (task ? std::string(" (") + task + ")" : std::string());
+}
+
+inline std::string Describe(const Proposal& p) {
+  if (p.tensors == 0) return "no tensor";
+  std::string s = tensorflow::DataTypeString(static_cast<DataType>(p.dtype0)) + "[";
+  for (int64_t d = 0; d < p.ndims0; ++d) {
+    if (d) s += ",";
+    s += d < Proposal::kMaxDims ? std::to_string(p.dims0[d]) : std::string("...");
+  }
+  s += "]";
+  if (p.tensors > 1) s += " (tensor 0 of " + std::to_string(p.tensors) + ")";
+  return s;
+}
+
+// Why the members cannot go on, or OK. `me` is this member's rank.
+inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& all, int me) {
+  const Proposal& mine = all[me];
+  const char* what = KindName(mine.kind);
+  auto list = [&](auto describe) {
+    std::string s;
+    for (size_t r = 0; r < all.size(); ++r) s += (r ? ", " : "") + Member(comm, int(r)) + " " + describe(all[r]);
+    return s;
+  };
+  for (size_t r = 0; r < all.size(); ++r) {
+    if (all[r].local_error != 0 && int(r) != me) {
+      return absl::FailedPreconditionError(std::string("ringmaster ") + what + ": " + Member(comm, int(r)) +
+                                           " refused its own arguments (" +
+                                           absl::StatusCodeToString(absl::StatusCode(all[r].local_error)) +
+                                           "); the call failed on every member");
+    }
+  }
+  for (const auto& p : all) {
+    if (p.kind != mine.kind) {
+      return absl::FailedPreconditionError(
+          std::string("ringmaster: the members called different collectives: ") +
+          list([](const Proposal& q) { return std::string(KindName(q.kind)); }) +
+          " (every member must issue the same collectives in the same order)");
+    }
+  }
+  const bool tail_only = mine.kind == int64_t(Kind::kAllGather) || mine.kind == int64_t(Kind::kAllToAll);
+  for (const auto& p : all) {
+    if (p.tensors != mine.tensors) {
+      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
+                                           ": the members passed different numbers of tensors: " +
+                                           list([](const Proposal& q) { return std::to_string(q.tensors); }));
+    }
+    if (p.dtype0 != mine.dtype0) {
+      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
+                                           ": mismatched data types across members: " + list(Describe));
+    }
+    if (tail_only ? p.tail_digest != mine.tail_digest : p.digest != mine.digest) {
+      return absl::FailedPreconditionError(
+          std::string("ringmaster ") + what + ": mismatched " +
+          (tail_only ? "shapes (beyond the first dimension) or ranks" : "shapes or data types") +
+          " across members: " + list(Describe));
+    }
+    if (p.reduce_op != mine.reduce_op) {
+      return absl::FailedPreconditionError(
+          std::string("ringmaster ") + what + ": mismatched reduce ops across members: " +
+          list([](const Proposal& q) { return std::to_string(q.reduce_op); }));
+    }
+    if (p.root != mine.root) {
+      return absl::FailedPreconditionError(
+          std::string("ringmaster ") + what + ": mismatched root ranks across members: " +
+          list([](const Proposal& q) { return std::to_string(q.root); }));
+    }
+    if (p.prescale_bits != mine.prescale_bits || p.postscale_bits != mine.postscale_bits) {
+      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
+                                           ": mismatched prescale or postscale factors across members");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// All-gathers `words` int64 per member (the same count on every member).
+inline absl::Status GatherWords(rm_communicator* comm, const int64_t* mine, size_t words,
+                                const rm_options& options, std::vector<int64_t>* all) {
+  const int n = rm_size(comm);
+  all->assign(words * n, 0);
+  if (words == 0) return absl::OkStatus();
+  rm_tensor in{const_cast<int64_t*>(mine), static_cast<int64_t>(words), RM_INT64};
+  rm_tensor out{all->data(), static_cast<int64_t>(words * n), RM_INT64};
+  return LastError(rm_allgather(comm, &in, &out, &options));
+}
+
+// Exchanges proposals and judges them. `local` is this member's own verdict
+// on its arguments: it is returned as it is (after the exchange), the others
+// get FailedPrecondition naming this member.
+inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Status& local,
+                          const rm_options& options) {
+  mine.local_error = local.ok() ? 0 : static_cast<int64_t>(local.code());
+  int64_t words[Proposal::kWords];
+  mine.Pack(words);
+  std::vector<int64_t> all_words;
+  TF_RETURN_IF_ERROR(GatherWords(comm, words, Proposal::kWords, options, &all_words));
+  if (!local.ok()) return local;
+  std::vector<Proposal> all;
+  for (int r = 0; r < rm_size(comm); ++r) all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
+  return Judge(comm, all, rm_rank(comm));
+}
+
+inline absl::Status Communicator(rm_communicator** comm) {
+  *comm = rm_default_communicator();
+  if (*comm == nullptr) return absl::FailedPreconditionError(kNoCommunicator);
+  return absl::OkStatus();
+}
+
+// The common attributes of every collective op.
+#define RINGMASTER_OPTION_ATTRS                 \
+  Attr("bytes_per_pack: int = 0")               \
+      .Attr("timeout_seconds: float = -1")      \
+      .Attr("implementation: int = 0")          \
+      .Attr("process_set_id: int = 0")          \
+      .Attr("ignore_name_scope: bool = false")
+
+// Process sets other than the global one are not implemented yet.
+inline absl::Status CheckProcessSet(OpKernelConstruction* c) {
+  int id = 0;
+  TF_RETURN_IF_ERROR(c->GetAttr("process_set_id", &id));
+  if (id != 0)
+    return absl::UnimplementedError("process_set_id " + std::to_string(id) +
+                                    ": Ringmaster supports only the global process set (0) so far");
+  return absl::OkStatus();
+}
+
+}  // namespace ringmaster_tf

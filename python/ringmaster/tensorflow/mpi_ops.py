@@ -1,0 +1,319 @@
+"""The collectives as TensorFlow ops, with Horovod's names and signatures
+(``horovod.tensorflow.mpi_ops``), and their gradients.
+
+Every op first agrees with the other members on what is being done (the
+kernel all-gathers one small record): a member whose shapes, dtypes, root or
+op differ makes the call fail with FailedPreconditionError on every member,
+naming the members and their shapes, and the group stays usable.
+
+Ordering: every rank must issue the same collectives in the same order.
+Inside a graph each op gets a control dependency on the previous Ringmaster
+op of the same graph, so the program order is the execution order.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import weakref
+from typing import Any, Callable, List, Optional, Sequence
+
+import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before TensorFlow's gRPC
+import tensorflow as tf
+from tensorflow.python.framework import ops as _tf_ops
+
+from . import _build
+from ._basics import (Average, Sum, Adasum, Min, Max, Product, ProcessSet, add_process_set, ccl_built,  # noqa: F401
+                      check_process_set, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
+                      gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
+                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
+                      nccl_built, rank, reduce_op_value, remove_process_set, rocm_built, shutdown, size,
+                      start_timeline, stop_timeline)
+
+_ops = _build.load()  # builds on the first import (cached), then tf.load_op_library
+
+_IMPLEMENTATION_CODES = {"AUTO": 0, "RING": 1, "NCCL": 2}
+_lock = threading.Lock()
+_last_op: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _normalize_name(name: str) -> str:
+    """An op name TensorFlow accepts."""
+    return re.sub("[^a-zA-Z0-9_]", "_", name)
+
+
+def _op_name(name: Optional[str], default: Callable[[], str]) -> Optional[str]:
+    if tf.executing_eagerly():
+        return None
+    return _normalize_name(name if name is not None else default())
+
+
+def _option_attrs(options: Any) -> dict:
+    o = ringmaster.CommunicationOptions.from_any(options)
+    timeout = o.timeout_seconds
+    return {
+        "bytes_per_pack": int(o.bytes_per_pack),
+        "timeout_seconds": -1.0 if not timeout else float(timeout),
+        "implementation": _IMPLEMENTATION_CODES[str(o.implementation).upper()],
+    }
+
+
+def _check_no_xla() -> None:
+    from tensorflow.python.ops import control_flow_util
+    if control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()):
+        raise ValueError(
+            "ringmaster.tensorflow: the Ringmaster collectives have no XLA kernel and cannot run inside a "
+            "function compiled with jit_compile=True. Compile the Keras model with "
+            "model.compile(..., jit_compile=False) (Keras 3 picks XLA automatically when a GPU is visible), "
+            "or use tf.function(jit_compile=False).")
+
+
+def _issue(make_op: Callable[[], Any]) -> Any:
+    """Runs one Ringmaster op; in a graph, after the previous one of that graph."""
+    if tf.executing_eagerly():
+        return make_op()
+    _check_no_xla()
+    graph = tf.compat.v1.get_default_graph()
+    with _lock:
+        prev = _last_op.get(graph)
+        with tf.control_dependencies([prev] if prev is not None else []):
+            out = make_op()
+        first = out[0] if isinstance(out, (list, tuple)) else out
+        op = getattr(first, "op", first)
+        if op is not None:
+            _last_op[graph] = op
+    return out
+
+
+def _tensors(values: Sequence[Any]) -> List[tf.Tensor]:
+    return [tf.convert_to_tensor(v) for v in values]
+
+
+# ------------------------------------------------------------------ ops
+
+
+def _grouped_allreduce(tensors: Sequence[Any], name: Optional[str] = None, op: int = Sum,
+                       prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                       ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
+                       options: Any = None) -> List[tf.Tensor]:
+    """One op for the list (the engine packs it by bytes_per_pack)."""
+    check_process_set(process_set)
+    ts = _tensors(tensors)
+    if not ts:
+        return []
+    name = _op_name(name, lambda: f"RingmasterAllreduce_{ts[0].name}" if len(ts) == 1 else
+                    f"RingmasterGroupedAllreduce_{ts[0].name}_{ts[-1].name}")
+    return list(_issue(lambda: _ops.ringmaster_all_reduce(
+        ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options))))
+
+
+def _allreduce(tensor: Any, name: Optional[str] = None, op: int = Sum, prescale_factor: float = 1.0,
+               postscale_factor: float = 1.0, ignore_name_scope: bool = False,
+               process_set: ProcessSet = global_process_set, options: Any = None) -> tf.Tensor:
+    return _grouped_allreduce([tensor], name=name, op=op, prescale_factor=prescale_factor,
+                              postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
+                              process_set=process_set, options=options)[0]
+
+
+def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore_name_scope: bool = False,
+                      process_set: ProcessSet = global_process_set, options: Any = None) -> List[tf.Tensor]:
+    """Concatenates every rank's tensors along the first dimension, which may
+    differ per rank (the other dimensions may not)."""
+    check_process_set(process_set)
+    ts = _tensors(tensors)
+    if not ts:
+        return []
+    name = _op_name(name, lambda: f"RingmasterGroupedAllgather_{ts[0].name}_{ts[-1].name}")
+    return list(_issue(lambda: _ops.ringmaster_all_gather(ts, ignore_name_scope=bool(ignore_name_scope),
+                                                          name=name, **_option_attrs(options))))
+
+
+def allgather(tensor: Any, name: Optional[str] = None, ignore_name_scope: bool = False,
+              process_set: ProcessSet = global_process_set, options: Any = None) -> tf.Tensor:
+    """Concatenates every rank's ``tensor`` along the first dimension, which
+    may differ per rank (the other dimensions may not)."""
+    t = tf.convert_to_tensor(tensor)
+    name = _op_name(name, lambda: f"RingmasterAllgather_{t.name}")
+    return grouped_allgather([t], name=name, ignore_name_scope=ignore_name_scope, process_set=process_set,
+                             options=options)[0]
+
+
+def _grouped_broadcast(tensors: Sequence[Any], root_rank: int, name: Optional[str] = None,
+                       ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
+                       options: Any = None) -> List[tf.Tensor]:
+    check_process_set(process_set)
+    ts = _tensors(tensors)
+    if not ts:
+        return []
+    name = _op_name(name, lambda: f"RingmasterBroadcast_{ts[0].name}")
+    return list(_issue(lambda: _ops.ringmaster_broadcast(ts, root_rank=int(root_rank),
+                                                         ignore_name_scope=bool(ignore_name_scope), name=name,
+                                                         **_option_attrs(options))))
+
+
+def broadcast(tensor: Any, root_rank: int, name: Optional[str] = None, ignore_name_scope: bool = False,
+              process_set: ProcessSet = global_process_set, options: Any = None) -> tf.Tensor:
+    """root_rank's ``tensor`` on every rank."""
+    return _grouped_broadcast([tensor], root_rank, name=name, ignore_name_scope=ignore_name_scope,
+                              process_set=process_set, options=options)[0]
+
+
+def broadcast_(variables: Sequence[Any], root_rank: int, name: Optional[str] = None,
+               process_set: ProcessSet = global_process_set, options: Any = None) -> List[tf.Tensor]:
+    """Assigns root_rank's values to ``variables`` on every rank (one op for
+    all of them) and returns their new values."""
+    variables = list(variables)
+    if not variables:
+        return []
+    values = _grouped_broadcast([v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v)
+                                 for v in variables], root_rank, name=name, process_set=process_set,
+                                options=options)
+    assigns = [v.assign(x) if hasattr(v, "assign") else tf.compat.v1.assign(v, x)
+               for v, x in zip(variables, values)]
+    if tf.executing_eagerly():
+        return [v.read_value() if hasattr(v, "read_value") else v for v in variables]
+    with tf.control_dependencies(assigns):
+        return [tf.identity(v) for v in variables]
+
+
+def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore_name_scope: bool = False,
+             process_set: ProcessSet = global_process_set, options: Any = None) -> Any:
+    """Sends ``splits[r]`` rows (first dimension) of ``tensor`` to rank r,
+    in order; without ``splits`` the first dimension is split equally.
+    Returns the rows received, concatenated in rank order, and, when
+    ``splits`` was given, how many came from each rank."""
+    check_process_set(process_set)
+    t = tf.convert_to_tensor(tensor)
+    s = tf.constant([], dtype=tf.int32) if splits is None else tf.cast(tf.convert_to_tensor(splits), tf.int32)
+    name = _op_name(name, lambda: f"RingmasterAlltoall_{t.name}")
+    output, received = _issue(lambda: _ops.ringmaster_all_to_all(
+        t, s, ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
+    return (output, received) if splits is not None else output
+
+
+def _grouped_reducescatter(tensors: Sequence[Any], name: Optional[str] = None, op: int = Sum,
+                           ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
+                           prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                           options: Any = None) -> List[tf.Tensor]:
+    check_process_set(process_set)
+    ts = _tensors(tensors)
+    if not ts:
+        return []
+    name = _op_name(name, lambda: f"RingmasterReducescatter_{ts[0].name}")
+    return list(_issue(lambda: _ops.ringmaster_reduce_scatter(
+        ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options))))
+
+
+def _reducescatter(tensor: Any, name: Optional[str] = None, op: int = Sum, ignore_name_scope: bool = False,
+                   process_set: ProcessSet = global_process_set, prescale_factor: float = 1.0,
+                   postscale_factor: float = 1.0, options: Any = None) -> tf.Tensor:
+    return _grouped_reducescatter([tensor], name=name, op=op, ignore_name_scope=ignore_name_scope,
+                                  process_set=process_set, prescale_factor=prescale_factor,
+                                  postscale_factor=postscale_factor, options=options)[0]
+
+
+def join(options: Any = None) -> tf.Tensor:
+    """Waits until every rank has joined; returns the highest rank (every
+    member joins in the same agreement, so none joined last). A rank that
+    joins while another still issues collectives makes both fail with
+    FailedPreconditionError: joined ranks do not yet stand in for the
+    others' all-reduces with zeros, as Horovod's do."""
+    return _issue(lambda: _ops.ringmaster_join(**_option_attrs(options)))
+
+
+def barrier(process_set: ProcessSet = global_process_set, options: Any = None) -> Any:
+    """Returns once every rank has entered it."""
+    check_process_set(process_set)
+    return _issue(lambda: _ops.ringmaster_barrier(**_option_attrs(options)))
+
+
+def size_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
+    if process_set_id != 0:
+        raise NotImplementedError("size_op: process sets other than the global one are not implemented yet")
+    return tf.constant(size(), dtype=tf.int32, name=name)
+
+
+def local_size_op(name: Optional[str] = None) -> tf.Tensor:
+    return tf.constant(local_size(), dtype=tf.int32, name=name)
+
+
+def rank_op(name: Optional[str] = None) -> tf.Tensor:
+    return tf.constant(rank(), dtype=tf.int32, name=name)
+
+
+def local_rank_op(name: Optional[str] = None) -> tf.Tensor:
+    return tf.constant(local_rank(), dtype=tf.int32, name=name)
+
+
+def process_set_included_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
+    if process_set_id != 0:
+        raise NotImplementedError("process_set_included_op: process sets other than the global one are not "
+                                  "implemented yet")
+    return tf.constant(1, dtype=tf.int32, name=name)
+
+
+# ------------------------------------------------------------ gradients
+
+
+def _zeros_for_none(grads: Sequence[Any], outputs: Sequence[Any]) -> List[Any]:
+    return [tf.zeros_like(o) if g is None else tf.convert_to_tensor(g) for g, o in zip(grads, outputs)]
+
+
+@_tf_ops.RegisterGradient("RingmasterAllReduce")
+def _allreduce_grad(op: Any, *grads: Any) -> List[Any]:
+    """The gradient of an all-reduce is the same all-reduce of the gradients."""
+    return _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=op.get_attr("reduce_op"),
+                              prescale_factor=op.get_attr("prescale_factor"),
+                              postscale_factor=op.get_attr("postscale_factor"))
+
+
+def _first_dims(inputs: Sequence[Any]) -> List[tf.Tensor]:
+    """Every rank's first dimension of each input, as a [size] vector each."""
+    dims = [tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1]) for x in inputs]
+    return grouped_allgather(dims)
+
+
+@_tf_ops.RegisterGradient("RingmasterAllGather")
+def _allgather_grad(op: Any, *grads: Any) -> List[Any]:
+    """Each rank's slice of the averaged gradient (Horovod's rule)."""
+    reduced = [_allreduce(g, op=Average) for g in _zeros_for_none(grads, op.outputs)]
+    me = rank()
+    n = size()
+    return [tf.split(g, num_or_size_splits=tf.reshape(d, [n]), num=n, axis=0)[me]
+            for g, d in zip(reduced, _first_dims(op.inputs))]
+
+
+@_tf_ops.RegisterGradient("RingmasterBroadcast")
+def _broadcast_grad(op: Any, *grads: Any) -> List[Any]:
+    """The averaged gradient on the root; zero elsewhere (no other rank's
+    input reached the output)."""
+    reduced = _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=Average)
+    if rank() != op.get_attr("root_rank"):
+        return [g * 0 for g in reduced]
+    return reduced
+
+
+@_tf_ops.RegisterGradient("RingmasterAllToAll")
+def _alltoall_grad(op: Any, grad: Any, _received_splits_grad: Any) -> List[Any]:
+    """The rows go back where they came from."""
+    grad = tf.zeros_like(op.outputs[0]) if grad is None else grad
+    back, _ = alltoall(grad, splits=op.outputs[1])
+    return [back, None]
+
+
+@_tf_ops.RegisterGradient("RingmasterReduceScatter")
+def _reducescatter_grad(op: Any, *grads: Any) -> List[Any]:
+    """Every rank's share gathered back, scaled as the forward pass was."""
+    grads = _zeros_for_none(grads, op.outputs)
+    factor = 1.0
+    if op.get_attr("reduce_op") == Sum:
+        factor *= size()
+    factor *= op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
+    if factor != 1.0:
+        grads = [g * tf.cast(factor, g.dtype) for g in grads]
+    return grouped_allgather(grads)
+
+
+_tf_ops.NotDifferentiable("RingmasterBarrier")
+_tf_ops.NotDifferentiable("RingmasterJoin")
