@@ -1,132 +1,74 @@
-"""Keras callbacks with Horovod's names; each works with Keras 3's and
-tf_keras's ``model.fit`` (it subclasses Keras 3's Callback and has the hooks
-tf_keras's CallbackList asks for)."""
+"""``horovod.tensorflow.keras.callbacks`` over Ringmaster.
+
+The callbacks subclass ``tf.keras.callbacks.Callback`` (Keras 3, or tf_keras
+under TF_USE_LEGACY_KERAS=1) and work in either family's ``model.fit``."""
 from __future__ import annotations
 
-import warnings
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
-import numpy as np
 import tensorflow as tf
 
-import ringmaster.tensorflow as _rm
+from . import _callbacks_impl as _cb
 
-try:
-    import keras as _keras
+_keras = tf.keras
 
-    _Base: Any = _keras.callbacks.Callback
-except ImportError:  # only tf_keras is installed
-    import tf_keras as _keras
-
-    _Base = _keras.callbacks.Callback
-
-__all__ = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback"]
+__all__ = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
+           "LearningRateWarmupCallback", "BestModelCheckpoint"]
 
 
-class _Callback(_Base):
-    # tf_keras's CallbackList calls these on every callback.
-    _supports_tf_logs = False
+class BroadcastGlobalVariablesCallback(_cb.BroadcastGlobalVariablesMixin, _keras.callbacks.Callback):
+    """Broadcasts root_rank's model variables to every rank when training
+    begins, and the model's and optimizer's after the first batch, so all
+    ranks start alike (random initialisation or a checkpoint restored on
+    one rank). ``local_variables``: variables that keep each rank's value."""
 
-    def __init__(self) -> None:
+    def __init__(self, root_rank: int, device: str = '', local_variables: Any = None) -> None:
         super().__init__()
-        self._rm_model: Any = None
-
-    def set_model(self, model: Any) -> None:
-        self._rm_model = model
-        try:
-            super().set_model(model)
-        except Exception:  # a Keras 3 Callback given a tf_keras model
-            pass
-
-    def _implements_train_batch_hooks(self) -> bool:
-        return True
-
-    def _implements_test_batch_hooks(self) -> bool:
-        return False
-
-    def _implements_predict_batch_hooks(self) -> bool:
-        return False
+        self._rm_setup(root_rank, device, local_variables)
 
 
-def _without_xla(model: Any) -> None:
-    """Keras 3 compiles the train step with XLA by itself when a GPU is
-    visible (jit_compile="auto"); the Ringmaster op has no XLA kernel. fit()
-    gives the callbacks the model before it builds its train function, so
-    the step is built without XLA here (with a warning) instead of failing."""
-    if getattr(model, "train_function", "absent") is not None:
-        return  # not Keras 3, or the train function already exists
-    optimizer = getattr(model, "optimizer", None)
-    if not getattr(type(optimizer), "_ringmaster_distributed", False):
-        return
-    try:
-        jit = bool(model.jit_compile)
-    except Exception:
-        return
-    if jit:
-        warnings.warn("ringmaster.tensorflow: the Ringmaster all-reduce has no XLA kernel: training this model "
-                      "with jit_compile=False (compile it so to silence this warning)", stacklevel=3)
-        model.jit_compile = False
+class MetricAverageCallback(_cb.MetricAverageMixin, _keras.callbacks.Callback):
+    """Averages the epoch's metrics over the ranks at the end of each epoch.
+    Add it before ReduceLROnPlateau, TensorBoard and other callbacks that
+    read the metrics."""
 
-
-def _variables(obj: Any) -> List[Any]:
-    v = getattr(obj, "variables", [])
-    return list(v() if callable(v) else v)
-
-
-class BroadcastGlobalVariablesCallback(_Callback):
-    """Makes every rank start from root_rank's state: broadcasts the model's
-    variables when training begins, and the model's and the optimizer's
-    variables after the first batch (the optimizer creates its slots there)."""
-
-    def __init__(self, root_rank: int = 0, options: Any = None) -> None:
+    def __init__(self, device: str = '') -> None:
         super().__init__()
-        self.root_rank = root_rank
-        self.options = options
-        self._done_first_batch = False
-
-    def set_model(self, model: Any) -> None:
-        super().set_model(model)
-        _without_xla(model)
-
-    def on_train_begin(self, logs: Optional[Dict[str, Any]] = None) -> None:
-        _rm.broadcast_variables(_variables(self._rm_model), root_rank=self.root_rank, options=self.options)
-
-    def on_train_batch_end(self, batch: int, logs: Optional[Dict[str, Any]] = None) -> None:
-        if self._done_first_batch:
-            return
-        self._done_first_batch = True
-        model = self._rm_model
-        variables = _variables(model) + _variables(getattr(model, "optimizer", None))
-        _rm.broadcast_variables(variables, root_rank=self.root_rank, options=self.options)
+        self._rm_setup(device)
 
 
-class MetricAverageCallback(_Callback):
-    """Replaces each numeric value of the epoch's logs by its mean over all
-    ranks (one all-reduce per epoch). Put it before callbacks that read the
-    logs (it is before Keras's History and ProgbarLogger by default)."""
+class LearningRateScheduleCallback(_cb.LearningRateScheduleMixin, _keras.callbacks.Callback):
+    """Learning rate ``initial_lr * multiplier(epoch)`` between start_epoch
+    and end_epoch (exclusive); ``multiplier`` is a constant (exponential:
+    ``multiplier ** (epoch - start_epoch)``) or ``f(epoch)``. staircase: at
+    the start of each epoch with an integer epoch; otherwise at every batch
+    with ``epoch + batch / steps_per_epoch`` (steps_per_epoch autodetected
+    from fit's parameters when not given)."""
 
-    def __init__(self, options: Any = None) -> None:
+    def __init__(self, initial_lr: Any, multiplier: Any, start_epoch: int = 0, end_epoch: Optional[int] = None,
+                 staircase: bool = True, momentum_correction: bool = True,
+                 steps_per_epoch: Optional[int] = None) -> None:
         super().__init__()
-        self.options = options
-
-    def _implements_train_batch_hooks(self) -> bool:
-        return False
-
-    def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, Any]] = None) -> None:
-        if not logs:
-            return
-        keys = sorted(k for k, v in logs.items() if np.ndim(v) == 0 and _numeric(v))
-        if not keys:
-            return
-        values = [tf.constant(float(logs[k]), dtype=tf.float64) for k in keys]
-        averaged = _rm.all_reduce("mean", values, options=self.options)
-        for k, v in zip(keys, averaged):
-            logs[k] = float(v.numpy())
+        self._rm_setup(initial_lr, multiplier, start_epoch, end_epoch, staircase, momentum_correction,
+                       steps_per_epoch)
 
 
-def _numeric(v: Any) -> bool:
-    try:
-        float(v)
-        return True
-    except (TypeError, ValueError):
-        return False
+class LearningRateWarmupCallback(_cb.LearningRateWarmupMixin, _keras.callbacks.Callback):
+    """Gradual warmup: ``initial_lr / size()`` at the start to ``initial_lr``
+    after ``warmup_epochs`` epochs, adjusted at every batch (Goyal et al.,
+    "Accurate, Large Minibatch SGD", 2017)."""
+
+    def __init__(self, initial_lr: Any, warmup_epochs: int = 5, momentum_correction: bool = True,
+                 steps_per_epoch: Optional[int] = None, verbose: int = 0) -> None:
+        super().__init__()
+        self._rm_setup_warmup(initial_lr, warmup_epochs, momentum_correction, steps_per_epoch, verbose)
+
+
+class BestModelCheckpoint(_keras.callbacks.ModelCheckpoint):
+    """ModelCheckpoint that keeps only the best model (save_best_only=True);
+    its ``filepath`` is set by the caller before training."""
+
+    def __init__(self, monitor: str = 'val_loss', verbose: int = 0, save_weights_only: bool = False,
+                 mode: str = 'auto', save_freq: Any = 'epoch') -> None:
+        _cb.best_checkpoint_init(self, _keras.callbacks.ModelCheckpoint, monitor, verbose, save_weights_only,
+                                 mode, save_freq)
