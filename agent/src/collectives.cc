@@ -25,7 +25,7 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
   for (const auto& t : tensors) total += t.count > 0 ? t.bytes() : 0;
   const int64_t per_pack =
       merged.bytes_per_pack > 0 ? merged.bytes_per_pack : AutoBytesPerPack(total, streams);
-  const auto packs = PlanPacks(tensors, per_pack);
+  const auto packs = PlanPacks(tensors, per_pack, merged.bytes_per_pack > 0 ? 0 : kAloneFromBytes);
   const double timeout_s = merged.EffectiveTimeout().value_or(0);
   std::vector<Op> ops;
   for (size_t pi = 0; pi < packs.size(); ++pi) {

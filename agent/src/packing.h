@@ -27,6 +27,14 @@ inline constexpr int64_t kMaxAutoPack = 16 << 20;
 // appearance): tensors keep their order, and a new pack starts once the
 // current one is larger than bytes_per_pack (> 0). Empty tensors need no
 // communication and are left out.
-std::vector<Pack> PlanPacks(std::span<const Tensor> tensors, int64_t bytes_per_pack);
+// alone_from > 0 (the agent's own packing, bytes_per_pack 0): a tensor of at
+// least that many bytes travels in a pack of its own, so no large tensor is
+// copied into a staging buffer and back (a pack of one tensor is reduced in
+// place); the small ones around it are still grouped.
+std::vector<Pack> PlanPacks(std::span<const Tensor> tensors, int64_t bytes_per_pack, int64_t alone_from = 0);
+
+// The alone_from of the agent's own packing: a tensor this large amortises a
+// collective's latency by itself.
+inline constexpr int64_t kAloneFromBytes = 1 << 20;
 
 }  // namespace ringmaster::internal

@@ -191,6 +191,22 @@ TEST(Packing, DtypesNeverSharePackAndEmptyTensorsAreSkipped) {
   EXPECT_TRUE(PlanPacks(std::vector<Tensor>{T(0)}, 100).empty());
 }
 
+TEST(Packing, TheAgentsOwnPackingNeverStagesALargeTensor) {
+  // A Dense model's gradients: kernel, bias, kernel, bias... (bytes 400, 8, 1600, 8, 40, 4).
+  std::vector<Tensor> ts{T(100), T(2), T(400), T(2), T(10), T(1)};
+  auto packs = PlanPacks(ts, 1000, /*alone_from=*/100);
+  ASSERT_EQ(packs.size(), 4u);
+  EXPECT_EQ(packs[0].tensors, (std::vector<size_t>{0}));  // large: alone, reduced in place
+  EXPECT_EQ(packs[1].tensors, (std::vector<size_t>{1}));  // the bias after it starts a new pack
+  EXPECT_EQ(packs[2].tensors, (std::vector<size_t>{2}));
+  EXPECT_EQ(packs[3].tensors, (std::vector<size_t>{3, 4, 5}));  // small ones still grouped
+  EXPECT_EQ(packs[3].bytes, 52u);
+  // Without alone_from (an explicit bytes_per_pack: TF's rule), the large ones share packs.
+  auto tf_rule = PlanPacks(ts, 1000);
+  ASSERT_EQ(tf_rule.size(), 2u);
+  EXPECT_EQ(tf_rule[0].tensors, (std::vector<size_t>{0, 1, 2}));
+}
+
 TEST(Packing, AutoSizeIsBounded) {
   EXPECT_EQ(AutoBytesPerPack(100, 2), kMinAutoPack);
   EXPECT_EQ(AutoBytesPerPack(size_t{1} << 34, 2), kMaxAutoPack);
