@@ -36,9 +36,9 @@ from ._basics import reduce_op_value as _reduce_op_value
 from ._data import shard_dataset
 from ._tape import (DistributedGradientTape, DistributedOptimizer, PartialDistributedGradientTape,
                     broadcast_global_variables)
-from .compression import Compression
+from .compression import Compression, compressed
 from .functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
-from .mpi_ops import (_allreduce, _grouped_allreduce, _grouped_reducescatter, _normalize_name, _option_attrs,
+from .mpi_ops import (_allreduce, _grouped_allreduce, _grouped_reducescatter,
                       _reducescatter, allgather, alltoall, barrier, broadcast, broadcast_, grouped_allgather,
                       join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
 from .util import _executing_eagerly  # noqa: F401  (Horovod's tests import it from here too)
@@ -59,7 +59,8 @@ __all__ = [
     "broadcast_object", "broadcast_object_fn", "allgather_object", "alltoall", "reducescatter",
     "grouped_reducescatter", "join", "barrier", "DistributedGradientTape", "PartialDistributedGradientTape",
     "DistributedOptimizer", "broadcast_global_variables", "ProcessSet", "global_process_set",
-    "add_process_set", "remove_process_set", "SyncBatchNormalization", "keras", "elastic",
+    "add_process_set", "remove_process_set", "SyncBatchNormalization", "LocalGradientAggregationHelper", "keras",
+    "elastic", "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
     # TensorFlow's spelling and ours
     "all_reduce", "reduce", "communication_options", "shard_dataset", "op_library_path",
 ]
@@ -81,6 +82,9 @@ def __getattr__(name: str) -> Any:
     if name == "SyncBatchNormalization":
         from .sync_batch_norm import SyncBatchNormalization
         return SyncBatchNormalization
+    if name == "LocalGradientAggregationHelper":
+        from .gradient_aggregation import LocalGradientAggregationHelper
+        return LocalGradientAggregationHelper
     if name == "elastic":
         import importlib
         return importlib.import_module(".elastic", __name__)
@@ -129,8 +133,8 @@ def allreduce(tensor: Any, average: Any = None, device_dense: str = "", device_s
         _check_sparse(op, prescale_factor, postscale_factor)
         return _sparse(tensor, op, process_set, ignore_name_scope, options)
     _check_adasum(op)
-    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
-    reduced = _allreduce(compressed, name=name, op=op, prescale_factor=prescale_factor,
+    sent, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _allreduce(sent, name=name, op=op, prescale_factor=prescale_factor,
                          postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
                          process_set=process_set, options=options)
     return compression.decompress(reduced, ctx)
@@ -148,16 +152,11 @@ def grouped_allreduce(tensors: Any, average: Any = None, device_dense: str = "",
     _check_adasum(op)
     out: list = [None] * len(tensors)
     dense = [i for i, t in enumerate(tensors) if not isinstance(t, tf.IndexedSlices)]
-    sent, ctxs = [], []
-    for i in dense:
-        t, ctx = compression.compress(tf.convert_to_tensor(tensors[i]))
-        sent.append(t)
-        ctxs.append(ctx)
-    reduced = _grouped_allreduce(sent, name=name, op=op, prescale_factor=prescale_factor,
-                                 postscale_factor=postscale_factor, ignore_name_scope=ignore_name_scope,
-                                 process_set=process_set, options=options)
-    for i, r, ctx in zip(dense, reduced, ctxs):
-        out[i] = compression.decompress(r, ctx)
+    reduced = compressed(compression, [tensors[i] for i in dense], lambda sent: _grouped_allreduce(
+        sent, name=name, op=op, prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+        ignore_name_scope=ignore_name_scope, process_set=process_set, options=options))
+    for i, r in zip(dense, reduced):
+        out[i] = r
     for i, t in enumerate(tensors):
         if isinstance(t, tf.IndexedSlices):
             out[i] = _sparse(t, op, process_set, ignore_name_scope, options)
@@ -172,8 +171,8 @@ def reducescatter(tensor: Any, device_dense: str = "", compression: Any = Compre
     dimension (the first dim % size ranks get one row more)."""
     op = _reduce_op_value(op)
     _check_adasum(op)
-    compressed, ctx = compression.compress(tf.convert_to_tensor(tensor))
-    reduced = _reducescatter(compressed, name=name, op=op, ignore_name_scope=ignore_name_scope,
+    sent, ctx = compression.compress(tf.convert_to_tensor(tensor))
+    reduced = _reducescatter(sent, name=name, op=op, ignore_name_scope=ignore_name_scope,
                              process_set=process_set, prescale_factor=prescale_factor,
                              postscale_factor=postscale_factor, options=options)
     return compression.decompress(reduced, ctx)
@@ -186,15 +185,9 @@ def grouped_reducescatter(tensors: Any, device_dense: str = "", compression: Any
     """reducescatter() of a list in one op."""
     op = _reduce_op_value(op)
     _check_adasum(op)
-    sent, ctxs = [], []
-    for t in tensors:
-        c, ctx = compression.compress(tf.convert_to_tensor(t))
-        sent.append(c)
-        ctxs.append(ctx)
-    reduced = _grouped_reducescatter(sent, op=op, ignore_name_scope=ignore_name_scope, process_set=process_set,
-                                     prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                                     options=options)
-    return [compression.decompress(r, ctx) for r, ctx in zip(reduced, ctxs)]
+    return compressed(compression, tensors, lambda sent: _grouped_reducescatter(
+        sent, op=op, ignore_name_scope=ignore_name_scope, process_set=process_set,
+        prescale_factor=prescale_factor, postscale_factor=postscale_factor, options=options))
 
 
 # ------------------------------------------------ tf.distribute's spelling

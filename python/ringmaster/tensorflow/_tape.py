@@ -3,12 +3,12 @@ DistributedGradientTape, PartialDistributedGradientTape, the TensorFlow 1
 DistributedOptimizer, broadcast_global_variables and its session hook."""
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import tensorflow as tf
 
 from ._basics import Adasum, Average, ProcessSet, global_process_set, reduce_op_value, size
-from .compression import Compression
+from .compression import Compression, compressed
 from .functions import broadcast_variables
 from .mpi_ops import _grouped_allreduce, allgather
 
@@ -99,15 +99,10 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
     for idx in plan:
         if not idx:
             continue
-        sent, ctxs = [], []
-        for i in idx:
-            t, ctx = compression.compress(tf.convert_to_tensor(grads[i]))
-            sent.append(t)
-            ctxs.append(ctx)
-        reduced = _grouped_allreduce(sent, op=op, prescale_factor=pre, postscale_factor=post,
-                                     process_set=process_set, options=options)
-        for i, r, ctx in zip(idx, reduced, ctxs):
-            out[i] = compression.decompress(r, ctx)
+        reduced = compressed(compression, [grads[i] for i in idx], lambda sent: _grouped_allreduce(
+            sent, op=op, prescale_factor=pre, postscale_factor=post, process_set=process_set, options=options))
+        for i, r in zip(idx, reduced):
+            out[i] = r
     return out
 
 

@@ -50,3 +50,14 @@ class Compression:
 
     none = NoneCompressor
     fp16 = FP16Compressor
+
+
+def compressed(compression: Any, tensors: Any, collective: Any) -> list:
+    """``collective(sent)`` on the compressed ``tensors``, each result
+    decompressed with its own context (one collective for the whole list)."""
+    sent, ctxs = [], []
+    for t in tensors:
+        c, ctx = compression.compress(tf.convert_to_tensor(t))
+        sent.append(c)
+        ctxs.append(ctx)
+    return [compression.decompress(r, ctx) for r, ctx in zip(collective(sent), ctxs)]

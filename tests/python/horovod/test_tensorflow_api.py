@@ -364,3 +364,25 @@ def test_shard_dataset_by_element_and_by_file(tmp_path):
         files.append(str(path))
     lines = hvd.shard_dataset(tf.data.TextLineDataset(files))
     assert [x.decode() for x in lines.as_numpy_iterator()] == [f"{R}-{i}" for i in range(3)]
+
+
+def test_elastic_state_commit_restore_sync():
+    v = tf.Variable([float(R), float(R)])
+    state = hvd.elastic.TensorFlowState([v], batch=10 + R, epoch=R)
+    state.sync()  # rank 0's variables and attributes everywhere
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
+    assert (state.batch, state.epoch) == (10, 0)
+    v.assign([5.0, 5.0])
+    state.batch = 11
+    state.restore()  # back to the last commit (the sync)
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
+    assert state.batch == 10
+    v.assign([7.0, 7.0])
+    state.batch = 12
+    state.commit()
+    v.assign([9.0, 9.0])
+    state.restore()
+    np.testing.assert_array_equal(v.numpy(), [7.0, 7.0])
+    assert state.batch == 12
+    import ringmaster.tensorflow.keras as hvdk
+    assert hasattr(hvdk.elastic, "KerasState") and hasattr(hvdk.elastic, "CommitStateCallback")
