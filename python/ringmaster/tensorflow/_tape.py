@@ -114,7 +114,8 @@ class DistributedGradientTape:
     def __init__(self, gradtape: tf.GradientTape, device_dense: str = "", device_sparse: str = "",
                  compression: Any = Compression.none, sparse_as_dense: bool = False, op: Any = Average,
                  gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
-                 process_set: ProcessSet = global_process_set, options: Any = None) -> None:
+                 process_set: ProcessSet = global_process_set, scale_local_gradients: bool = True,
+                 options: Any = None) -> None:
         op = reduce_op_value(op)
         if gradient_predivide_factor != 1.0 and op != Average:
             raise ValueError("gradient_predivide_factor not supported with op != Average")
@@ -124,6 +125,7 @@ class DistributedGradientTape:
                             gradient_predivide_factor=gradient_predivide_factor, num_groups=num_groups,
                             groups=groups, process_set=process_set, options=options)
         self._local_sources: set = set()
+        self._scale_local_gradients = scale_local_gradients
 
     def register_local_source(self, source: Any) -> None:
         """A variable whose gradient stays local (model parallelism)."""
@@ -140,8 +142,24 @@ class DistributedGradientTape:
         out = list(flat_grads)
         for i, g in zip(shared, reduced):
             out[i] = g
+        if self._scale_local_gradients and self._local_sources:
+            # A local gradient divided by the size, as the averaged ones are.
+            n = size()
+            for i, s in enumerate(flat_sources):
+                if _key(s) in self._local_sources and out[i] is not None:
+                    out[i] = out[i] / tf.cast(n, out[i].dtype)
         return tf.nest.pack_sequence_as(grads, out, expand_composites=False) if not isinstance(
             grads, list) else out
+
+    def get_local_and_global_gradients(self, target: Any, sources: Any, output_gradients: Any = None,
+                                       use_generic_names: bool = False) -> Any:
+        """(local, global): lists of (source, gradient) pairs, split by
+        register_local_source, with the gradients of gradient()."""
+        grads = self.gradient(target, sources, output_gradients=output_gradients)
+        local, shared = [], []
+        for s, g in zip(sources, grads):
+            (local if _key(s) in self._local_sources else shared).append((s, g))
+        return local, shared
 
     def __enter__(self) -> "DistributedGradientTape":
         self._tape.__enter__()
@@ -159,11 +177,13 @@ def PartialDistributedGradientTape(gradtape: tf.GradientTape, device_dense: str 
                                    op: Any = Average, gradient_predivide_factor: float = 1.0,
                                    num_groups: int = 0, groups: Any = None,
                                    process_set: ProcessSet = global_process_set,
-                                   local_layers: Any = None) -> DistributedGradientTape:
+                                   local_layers: Any = None,
+                                   scale_local_gradients: bool = True) -> DistributedGradientTape:
     """A DistributedGradientTape whose ``local_layers``' variables keep their
     local gradients (model-parallel parts)."""
     tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression, sparse_as_dense, op,
-                                   gradient_predivide_factor, num_groups, groups, process_set)
+                                   gradient_predivide_factor, num_groups, groups, process_set,
+                                   scale_local_gradients)
     layers = [] if local_layers is None else (local_layers if isinstance(local_layers, (list, tuple))
                                               else [local_layers])
     for layer in layers:

@@ -277,7 +277,7 @@ def test_distributed_gradient_tape_averages_and_keeps_local_sources():
     gw, gl = tape.gradient(loss, [w, local])
     mean = np.mean([r + 1 for r in range(N)])
     np.testing.assert_allclose(gw.numpy(), [mean, mean])
-    np.testing.assert_allclose(gl.numpy(), [R + 1.0])
+    np.testing.assert_allclose(gl.numpy(), [(R + 1.0) / N])  # scale_local_gradients: divided by the size
     with tf.GradientTape() as t2:
         loss = tf.reduce_sum(w * float(R + 1))
     summed = hvd.DistributedGradientTape(t2, op=hvd.Sum).gradient(loss, [w])[0]
