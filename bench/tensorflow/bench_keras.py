@@ -1,7 +1,9 @@
-"""Ringmaster against MultiWorkerMirroredStrategy on a Keras model's gradients
-and training step: N = 3 processes on 127.0.0.1, side by side, one run.
+"""Ringmaster against MultiWorkerMirroredStrategy and Horovod 0.28.1 on a Keras
+model's gradients and training step: N = 3 processes on 127.0.0.1, side by
+side, one run.
 
     bench_keras.py [--out DIR] [--iters 20] [--warmup 3] [--model full|small]
+                   [--horovod-python PY | --horovod-unavailable REASON]
     bench_keras.py --rank GROUP ...        (one rank; started by the launcher)
 
 Launcher mode (the default) starts, one group after another, 3 ranks of this
@@ -11,6 +13,15 @@ for them with a deadline (all of a group's processes are killed when it
 passes, and on any exit of the launcher), then prints a table and writes
 DIR/results.csv (every rank's every iteration), DIR/summary.csv and
 DIR/tables.md.
+
+The horovod group runs Horovod 0.28.1 alone, in its own venv
+(bench/tensorflow/horovod-venv: TensorFlow 2.13.1 and Keras 2.13, the newest
+Horovod 0.28.1 builds against; the other groups run in scripts/tf-venv's
+TensorFlow 2.20), under `horovodrun -np 3 --gloo -H localhost:3` with that
+venv's python (--horovod-python); the same deadline, and horovodrun's
+process group killed when it passes (horovodrun's per-rank middlemen then
+end the ranks). Without --horovod-python the table says why it was not
+measured (--horovod-unavailable).
 
 The model (tf_keras, or Keras 3 for the Keras 3 fit): Dense 1024 -> 4096 ->
 4096 -> 1024 -> 10, 8 gradients, 25,185,290 float32 (100.7 MB); a local
@@ -32,6 +43,15 @@ rank (rank 0's in the table), `--warmup` iterations dropped:
   compute    the same step / fit without any all-reduce: 3 ranks at once
              (what 3 ranks on this machine cost without communication) and
              one process alone (size 1).
+
+Against Horovod, the same code on both sides (ringmaster.tensorflow is
+Horovod-named): grouped_allreduce(grads, op=Sum) and per-tensor
+allreduce(g, op=Sum) inside a tf.function (Horovod's DistributedGradientTape
+reduces per tensor and fuses in its background thread), the custom-loop step
+with DistributedGradientTape (default op Average), model.fit with Keras 2
+(tf_keras 2.20 here, Keras 2.13 in Horovod's venv) and DistributedOptimizer +
+BroadcastGlobalVariablesCallback; the step's and fit's compute floor on
+Horovod's TensorFlow too (3 ranks, no all-reduce).
 """
 from __future__ import annotations
 
@@ -59,12 +79,17 @@ MODELS = {
 # group name -> (ranks, env additions, cases in order)
 GROUPS = {
     "rm-tf_keras": (N, {"TF_USE_LEGACY_KERAS": "1"},
-                    ["allreduce/ringmaster", "allreduce-eager/ringmaster", "step/ringmaster", "step/none",
+                    ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-grouped/ringmaster",
+                     "allreduce-pertensor/ringmaster", "step/ringmaster", "step/none",
                      "fit-tf_keras/ringmaster", "fit-tf_keras/none"]),
     "mwms": (N, {"TF_USE_LEGACY_KERAS": "1"}, ["allreduce/mwms", "step/mwms", "fit-tf_keras/mwms"]),
     "rm-keras3": (N, {}, ["fit-keras3/ringmaster", "fit-keras3/none"]),
     "single": (1, {"TF_USE_LEGACY_KERAS": "1"}, ["step/none", "fit-tf_keras/none"]),
+    # Horovod's venv (Keras 2.13 is tf.keras there: no TF_USE_LEGACY_KERAS)
+    "horovod": (N, {}, ["allreduce-grouped/horovod", "allreduce-pertensor/horovod", "step/horovod", "step/none",
+                        "fit-keras2/horovod", "fit-keras2/none"]),
 }
+HOROVOD_GROUP = "horovod"
 
 
 # ===================================================================== rank
@@ -81,12 +106,17 @@ def percentile(sorted_xs, q):
 class Rank:
     def __init__(self, group, args):
         self.group, self.args = group, args
-        self.rank = int(json.loads(os.environ.get("TF_CONFIG", '{"task":{"index":0}}'))["task"]["index"])
+        if group == HOROVOD_GROUP:
+            self.rank = int(os.environ["HOROVOD_RANK"])  # set by horovodrun
+        else:
+            self.rank = int(json.loads(os.environ.get("TF_CONFIG", '{"task":{"index":0}}'))["task"]["index"])
         self.size = GROUPS[group][0]
         self.results = []
 
     def record(self, case, times):
-        self.results.append({"case": case, "rank": self.rank, "size": self.size, "times_s": times})
+        import tensorflow as tf
+        self.results.append({"case": case, "rank": self.rank, "size": self.size, "times_s": times,
+                             "tf_version": tf.__version__})
         print(f"[{self.group} rank {self.rank}] {case}: median {statistics.median(times[self.args.warmup:]) * 1e3:.1f} ms",
               file=sys.stderr, flush=True)
 
@@ -154,6 +184,34 @@ class FitTimer:
         return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
 
 
+def hvd_api_allreduce(r: Rank, case, hvd, tf, keras, barrier):
+    """allreduce-grouped / allreduce-pertensor with a Horovod-named module
+    (horovod.tensorflow or ringmaster.tensorflow): the same code on both."""
+    kind = case.split("/")[0]
+    total = r.args.warmup + r.args.iters
+    model = build_model(keras, r.args.model)
+    shapes = [v.shape for v in model.trainable_variables]
+    grads = [tf.random.normal(s, seed=r.rank) for s in shapes]
+
+    if kind == "allreduce-grouped":
+        @tf.function
+        def reduce(ts):
+            return hvd.grouped_allreduce(ts, op=hvd.Sum)
+    else:
+        @tf.function
+        def reduce(ts):
+            return [hvd.allreduce(t, op=hvd.Sum) for t in ts]
+
+    def call():
+        out = reduce(grads)
+        out[-1].numpy()
+
+    r.record(case, timed(call, total, barrier))
+    fills = [tf.fill(s, float(r.rank + 1)) for s in shapes]
+    got = reduce(fills)
+    r.results[-1]["correct"] = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
+
+
 def run_ringmaster(r: Rank, cases):
     import ringmaster.tensorflow as rm  # before TensorFlow (ringmaster's docs)
     import tensorflow as tf
@@ -172,7 +230,9 @@ def run_ringmaster(r: Rank, cases):
 
     for case in cases:
         kind, peer = case.split("/")
-        if kind in ("allreduce", "allreduce-eager"):
+        if kind in ("allreduce-grouped", "allreduce-pertensor"):
+            hvd_api_allreduce(r, case, rm, tf, keras, barrier)
+        elif kind in ("allreduce", "allreduce-eager"):
             model = build_model(keras, r.args.model)
             shapes = [v.shape for v in model.trainable_variables]
             grads = [tf.random.normal(s, seed=r.rank) for s in shapes]
@@ -333,6 +393,65 @@ def run_mwms(r: Rank, cases):
     barrier()
 
 
+def run_horovod(r: Rank, cases):
+    import horovod.tensorflow as hvd
+    import tensorflow as tf
+
+    hvd.init()
+    assert hvd.size() == r.size and hvd.rank() == r.rank, (hvd.size(), hvd.rank())
+    assert hvd.gloo_enabled(), "Horovod is not running on Gloo"
+    total = r.args.warmup + r.args.iters
+    one = tf.ones([1])
+
+    def barrier():
+        hvd.allreduce(one, op=hvd.Sum).numpy()
+
+    keras = keras_module()  # Keras 2.13 (tf.keras) in Horovod's venv
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
+
+    for case in cases:
+        kind, peer = case.split("/")
+        if kind in ("allreduce-grouped", "allreduce-pertensor"):
+            hvd_api_allreduce(r, case, hvd, tf, keras, barrier)
+        elif kind == "step":
+            model = build_model(keras, r.args.model)
+            opt = keras.optimizers.SGD(0.01)
+            hvd.broadcast_variables(model.variables, root_rank=0)
+            distributed = peer == "horovod"
+
+            @tf.function
+            def step(x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x, training=True))
+                if distributed:
+                    tape = hvd.DistributedGradientTape(tape)
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            r.record(case, timed(lambda: step(x, y).numpy(), total, barrier))
+            del model, opt, step
+        elif kind == "fit-keras2":
+            import horovod.tensorflow.keras as hvdk
+            model = build_model(keras, r.args.model)
+            opt = keras.optimizers.SGD(0.01)
+            callbacks = []
+            if peer == "horovod":
+                opt = hvdk.DistributedOptimizer(opt)
+                callbacks.append(hvdk.callbacks.BroadcastGlobalVariablesCallback(0))
+            model.compile(optimizer=opt, loss=loss_fn)
+            timer = FitTimer(keras)
+            ds = tf.data.Dataset.from_tensors((x, y)).repeat()
+            barrier()
+            model.fit(ds, epochs=1, steps_per_epoch=total, verbose=0, callbacks=callbacks + [timer.callback])
+            r.record(case, timer.times())
+            del model, opt
+        else:
+            raise ValueError(case)
+    barrier()
+
+
 def run_single(r: Rank, cases):
     import tensorflow as tf
     keras = keras_module()
@@ -371,6 +490,8 @@ def rank_main(args):
         cases = [c for c in cases if c in args.cases.split(",")]
     if args.rank == "mwms":
         run_mwms(r, cases)
+    elif args.rank == HOROVOD_GROUP:
+        run_horovod(r, cases)
     elif args.rank == "single":
         run_single(r, cases)
     else:
@@ -416,6 +537,31 @@ def free_ports(n):
     return ports
 
 
+def start_horovod(group, args, out: Path, cmd):
+    """horovodrun -np 3 --gloo -H localhost:3 with Horovod's venv python: one
+    process (its own session) that starts the 3 ranks, each through a
+    middleman that ends its rank when horovodrun dies. Every rank's output in
+    DIR/log-horovod/rank.N/, horovodrun's own in DIR/log-horovod-run.txt."""
+    py = Path(args.horovod_python)
+    horovodrun = py.parent / "horovodrun"
+    logdir = out / f"log-{group}"
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith(("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_", "HOROVOD_", "VIRTUAL_ENV", "PYTHONPATH")):
+            env.pop(k)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PATH"] = f"{py.parent}:{env.get('PATH', '')}"
+    hcmd = [str(horovodrun), "-np", str(N), "--gloo", "-H", f"localhost:{N}", "--start-timeout", "120",
+            "--output-filename", str(logdir), str(py)] + cmd[1:]
+    lf = open(out / f"log-{group}-run.txt", "w")
+    print("$ " + " ".join(hcmd), file=lf, flush=True)
+    p = subprocess.Popen(hcmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True, cwd=str(out))
+    _children.append(p)
+    return [lf]
+
+
 def run_group(group, args, out: Path, log):
     ranks, extra_env, _ = GROUPS[group]
     ports = free_ports(2 * ranks)
@@ -429,7 +575,9 @@ def run_group(group, args, out: Path, log):
         cmd += ["--cases", args.cases]
     logs = []
     t_start = time.time()
-    for i in range(ranks):
+    if group == HOROVOD_GROUP:
+        logs = start_horovod(group, args, out, cmd)
+    for i in range(ranks if group != HOROVOD_GROUP else 0):
         env = dict(os.environ)
         for k in ("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_PORT"):
             env.pop(k, None)
@@ -469,13 +617,21 @@ def run_group(group, args, out: Path, log):
     print(f"bench_keras: group {group}: {time.time() - t_start:.0f} s{'; FAILED: ' + failed if failed else ''}",
           file=log, flush=True)
     if failed:
-        for i in range(ranks):
-            tail = (out / f"log-{group}-{i}.txt").read_text()[-3000:]
-            print(f"--- {group} rank {i} (tail) ---\n{tail}", file=log, flush=True)
+        if group == HOROVOD_GROUP:
+            tails = [("horovodrun", out / f"log-{group}-run.txt")]
+        else:
+            tails = [(f"rank {i}", out / f"log-{group}-{i}.txt") for i in range(ranks)]
+        for name, f in tails:
+            tail = f.read_text(errors="replace")[-3000:] if f.exists() else "(no log)"
+            print(f"--- {group} {name} (tail) ---\n{tail}", file=log, flush=True)
         return []
     results = []
     for i in range(ranks):
-        results += json.loads((out / f"rank-{group}-{i}.json").read_text())
+        f = out / f"rank-{group}-{i}.json"
+        if not f.exists():
+            print(f"bench_keras: group {group}: FAILED: rank {i} wrote no {f.name}", file=log, flush=True)
+            return []
+        results += json.loads(f.read_text())
     for res in results:
         res["group"] = group
     return results
@@ -504,10 +660,14 @@ def load():
 
 def launcher_main(args):
     import tensorflow as tf  # noqa: F401  (version only; cheap next to the groups)
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # absolute: horovodrun's ranks run in another directory
     out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: (kill_children(), sys.exit(143)))
     groups = args.groups.split(",")
+    horovod_skipped = None
+    if HOROVOD_GROUP in groups and not args.horovod_python:
+        groups.remove(HOROVOD_GROUP)
+        horovod_skipped = args.horovod_unavailable or "no --horovod-python given"
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_start = load()
     results = []
@@ -600,11 +760,56 @@ def launcher_main(args):
     failed = [g for g in groups if not any(r["group"] == g for r in results)]
     if failed:
         lines += ["", "FAILED groups (see the logs in the out dir): " + ", ".join(failed)]
+
+    # ------------------------------------------------ Horovod 0.28.1, same run
+    hv_tf = next((r.get("tf_version") for r in results if r["group"] == HOROVOD_GROUP), None)
+    rm_tf = next((r.get("tf_version") for r in results if r["group"] == "rm-tf_keras"), tf.__version__)
+    lines += ["", f"Against Horovod 0.28.1 (Gloo, `horovodrun -np {N} --gloo -H localhost:{N}`), same model, "
+              f"same N, same machine, same run; different TensorFlow builds: Ringmaster on TensorFlow {rm_tf}, "
+              f"Horovod on TensorFlow {hv_tf or '2.13.1'} (the newest Horovod 0.28.1 builds against; "
+              "bench/tensorflow/horovod-venv). The same code on both sides (Horovod-named API). "
+              "ratio = Horovod median / Ringmaster median (> 1: Ringmaster is faster).", ""]
+    if horovod_skipped:
+        lines.append(f"horovod: not measured: {horovod_skipped}")
+    else:
+        lines += ["| case | Ringmaster | Horovod 0.28.1 | Horovod / Ringmaster | goal |",
+                  "| --- | ---: | ---: | ---: | --- |"]
+        hpairs = [
+            ("all-reduce, grouped_allreduce(grads, op=Sum) (tf.function)",
+             ("rm-tf_keras", "allreduce-grouped/ringmaster"), (HOROVOD_GROUP, "allreduce-grouped/horovod")),
+            ("all-reduce, per-tensor allreduce(g, op=Sum) (tf.function)",
+             ("rm-tf_keras", "allreduce-pertensor/ringmaster"), (HOROVOD_GROUP, "allreduce-pertensor/horovod")),
+            ("all-reduce, Ringmaster's rm.all_reduce vs Horovod grouped_allreduce",
+             ("rm-tf_keras", "allreduce/ringmaster"), (HOROVOD_GROUP, "allreduce-grouped/horovod")),
+            ("training step, custom loop, DistributedGradientTape (tf.function)",
+             ("rm-tf_keras", "step/ringmaster"), (HOROVOD_GROUP, "step/horovod")),
+            ("model.fit step, Keras 2 (tf_keras 2.20 / Keras 2.13), DistributedOptimizer",
+             ("rm-tf_keras", "fit-tf_keras/ringmaster"), (HOROVOD_GROUP, "fit-keras2/horovod")),
+            ("compute floor, custom loop step, no all-reduce (3 ranks)",
+             ("rm-tf_keras", "step/none"), (HOROVOD_GROUP, "step/none")),
+            ("compute floor, model.fit step, no all-reduce (3 ranks)",
+             ("rm-tf_keras", "fit-tf_keras/none"), (HOROVOD_GROUP, "fit-keras2/none")),
+        ]
+        for name, a, b in hpairs:
+            ra, rb = row(*a), row(*b)
+            floor = name.startswith("compute floor")
+            met = "—" if ra is None or rb is None or floor else ("met" if rb[0] / ra[0] >= 1.0 else "**not met**")
+            lines.append(f"| {name} | {fmt(ra)} | {fmt(rb)} | {ratio(rb, ra)} | "
+                         f"{'(TF builds compared)' if floor else '>= 1x: ' + met} |")
+            summary.append([name, "ringmaster", *(ra[:3] if ra else ["", "", ""]), "", ""])
+            summary.append([name, "horovod", *(rb[:3] if rb else ["", "", ""]), ratio(rb, ra),
+                            "" if floor else ">= 1x"])
+        hs, hf = row(HOROVOD_GROUP, "step/horovod"), row(HOROVOD_GROUP, "step/none")
+        rs, rf = row("rm-tf_keras", "step/ringmaster"), row("rm-tf_keras", "step/none")
+        if hs and hf and rs and rf:
+            lines += ["", f"Custom loop, step minus its own TensorFlow's 3-rank compute floor: "
+                      f"{rs[0] - rf[0]:.1f} ms (Ringmaster, TF {rm_tf}) and {hs[0] - hf[0]:.1f} ms "
+                      f"(Horovod, TF {hv_tf})."]
     text = "\n".join(lines) + "\n"
     (out / "tables.md").write_text(text)
     with open(out / "summary.csv", "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["case", "peer", "median_ms", "p10_ms", "p90_ms", "mwms_over_ringmaster", "goal"])
+        wr.writerow(["case", "peer", "median_ms", "p10_ms", "p90_ms", "peer_over_ringmaster", "goal"])
         for s in summary:
             wr.writerow([f"{v:.3f}" if isinstance(v, float) else v for v in s])
     print(text)
@@ -618,8 +823,12 @@ def main():
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--model", choices=sorted(MODELS), default="full")
-    p.add_argument("--groups", default="rm-tf_keras,mwms,rm-keras3,single",
+    p.add_argument("--groups", default="rm-tf_keras,mwms,rm-keras3,single,horovod",
                    help="groups to run, in this order (default: all)")
+    p.add_argument("--horovod-python", default="",
+                   help="the python of bench/tensorflow/horovod-venv (the horovod group needs it)")
+    p.add_argument("--horovod-unavailable", default="",
+                   help="why there is no Horovod venv (printed in the table instead of its rows)")
     p.add_argument("--cases", default="", help="only these cases (comma-separated, e.g. step/mwms)")
     p.add_argument("--group-timeout", type=int, default=600, help="seconds for one group, start to end")
     p.add_argument("--command", default="bench/tensorflow/bench_keras.py")
