@@ -212,6 +212,48 @@ def hvd_api_allreduce(r: Rank, case, hvd, tf, keras, barrier):
     r.results[-1]["correct"] = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
 
 
+def step_case(r: Rank, case, tf, keras, api, loss_fn, x, y, total, barrier=None):
+    """The custom-loop step (tf.function): forward, backward, SGD apply;
+    with `api` (ringmaster.tensorflow or horovod.tensorflow: the same
+    names), the variables broadcast first and the gradients reduced by its
+    DistributedGradientTape; without, the compute alone."""
+    model = build_model(keras, r.args.model)
+    opt = keras.optimizers.SGD(0.01)
+    if api is not None:
+        api.broadcast_variables(model.variables, root_rank=0)
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        if api is not None:
+            tape = api.DistributedGradientTape(tape)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    r.record(case, timed(lambda: step(x, y).numpy(), total, barrier))
+
+
+def fit_case(r: Rank, case, tf, keras, api_keras, loss_fn, x, y, total, barrier=None, **compile_kw):
+    """model.fit, one batch per iteration; with `api_keras` (the keras
+    module of ringmaster.tensorflow or horovod.tensorflow), its
+    DistributedOptimizer and BroadcastGlobalVariablesCallback."""
+    model = build_model(keras, r.args.model)
+    opt = keras.optimizers.SGD(0.01)
+    callbacks = []
+    if api_keras is not None:
+        opt = api_keras.DistributedOptimizer(opt)
+        callbacks.append(api_keras.callbacks.BroadcastGlobalVariablesCallback(0))
+    model.compile(optimizer=opt, loss=loss_fn, **compile_kw)
+    timer = FitTimer(keras)
+    ds = tf.data.Dataset.from_tensors((x, y)).repeat()
+    if barrier is not None:
+        barrier()
+    model.fit(ds, epochs=1, steps_per_epoch=total, verbose=0, callbacks=callbacks + [timer.callback])
+    r.record(case, timer.times())
+
+
 def run_ringmaster(r: Rank, cases):
     import ringmaster.tensorflow as rm  # before TensorFlow (ringmaster's docs)
     import tensorflow as tf
@@ -256,40 +298,13 @@ def run_ringmaster(r: Rank, cases):
             r.results[-1]["correct"] = ok
             del model, grads, fills, got
         elif kind == "step":
-            model = build_model(keras, r.args.model)
-            opt = keras.optimizers.SGD(0.01)
-            rm.broadcast_variables(model.variables, root_rank=0)
-            distributed = peer == "ringmaster"
-
-            @tf.function
-            def step(x, y):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                if distributed:
-                    tape = rm.DistributedGradientTape(tape)
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            r.record(case, timed(lambda: step(x, y).numpy(), total, barrier))
-            del model, opt, step
+            step_case(r, case, tf, keras, rm if peer == "ringmaster" else None, loss_fn, x, y, total, barrier)
         elif kind.startswith("fit"):
             # rm-keras3 runs with Keras 3, rm-tf_keras with tf_keras (env)
-            model = build_model(keras, r.args.model)
-            opt = keras.optimizers.SGD(0.01)
-            callbacks = []
-            if peer == "ringmaster":
-                import ringmaster.tensorflow.keras as rmk
-                opt = rmk.DistributedOptimizer(opt)
-                callbacks.append(rmk.callbacks.BroadcastGlobalVariablesCallback(0))
+            import ringmaster.tensorflow.keras as rmk
             compile_kw = {} if os.environ.get("TF_USE_LEGACY_KERAS") == "1" else {"jit_compile": False}
-            model.compile(optimizer=opt, loss=loss_fn, **compile_kw)
-            timer = FitTimer(keras)
-            ds = tf.data.Dataset.from_tensors((x, y)).repeat()
-            barrier()
-            model.fit(ds, epochs=1, steps_per_epoch=total, verbose=0, callbacks=callbacks + [timer.callback])
-            r.record(case, timer.times())
-            del model, opt
+            fit_case(r, case, tf, keras, rmk if peer == "ringmaster" else None, loss_fn, x, y, total, barrier,
+                     **compile_kw)
         else:
             raise ValueError(case)
     barrier()
@@ -415,38 +430,10 @@ def run_horovod(r: Rank, cases):
         if kind in ("allreduce-grouped", "allreduce-pertensor"):
             hvd_api_allreduce(r, case, hvd, tf, keras, barrier)
         elif kind == "step":
-            model = build_model(keras, r.args.model)
-            opt = keras.optimizers.SGD(0.01)
-            hvd.broadcast_variables(model.variables, root_rank=0)
-            distributed = peer == "horovod"
-
-            @tf.function
-            def step(x, y):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                if distributed:
-                    tape = hvd.DistributedGradientTape(tape)
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            r.record(case, timed(lambda: step(x, y).numpy(), total, barrier))
-            del model, opt, step
+            step_case(r, case, tf, keras, hvd if peer == "horovod" else None, loss_fn, x, y, total, barrier)
         elif kind == "fit-keras2":
             import horovod.tensorflow.keras as hvdk
-            model = build_model(keras, r.args.model)
-            opt = keras.optimizers.SGD(0.01)
-            callbacks = []
-            if peer == "horovod":
-                opt = hvdk.DistributedOptimizer(opt)
-                callbacks.append(hvdk.callbacks.BroadcastGlobalVariablesCallback(0))
-            model.compile(optimizer=opt, loss=loss_fn)
-            timer = FitTimer(keras)
-            ds = tf.data.Dataset.from_tensors((x, y)).repeat()
-            barrier()
-            model.fit(ds, epochs=1, steps_per_epoch=total, verbose=0, callbacks=callbacks + [timer.callback])
-            r.record(case, timer.times())
-            del model, opt
+            fit_case(r, case, tf, keras, hvdk if peer == "horovod" else None, loss_fn, x, y, total, barrier)
         else:
             raise ValueError(case)
     barrier()
@@ -460,25 +447,10 @@ def run_single(r: Rank, cases):
     x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
     for case in cases:
         kind, _ = case.split("/")
-        model = build_model(keras, r.args.model)
-        opt = keras.optimizers.SGD(0.01)
         if kind == "step":
-            @tf.function
-            def step(x, y):
-                with tf.GradientTape() as tape:
-                    loss = loss_fn(y, model(x, training=True))
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            r.record(case, timed(lambda: step(x, y).numpy(), total))
+            step_case(r, case, tf, keras, None, loss_fn, x, y, total)
         else:
-            model.compile(optimizer=opt, loss=loss_fn)
-            timer = FitTimer(keras)
-            model.fit(tf.data.Dataset.from_tensors((x, y)).repeat(), epochs=1, steps_per_epoch=total, verbose=0,
-                      callbacks=[timer.callback])
-            r.record(case, timer.times())
-        del model, opt
+            fit_case(r, case, tf, keras, None, loss_fn, x, y, total)
 
 
 def rank_main(args):
