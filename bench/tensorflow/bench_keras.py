@@ -79,7 +79,8 @@ MODELS = {
 # group name -> (ranks, env additions, cases in order)
 GROUPS = {
     "rm-tf_keras": (N, {"TF_USE_LEGACY_KERAS": "1"},
-                    ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-grouped/ringmaster",
+                    ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
+                     "allreduce-grouped/ringmaster",
                      "allreduce-pertensor/ringmaster", "step/ringmaster", "step/none",
                      "fit-tf_keras/ringmaster", "fit-tf_keras/none"]),
     "mwms": (N, {"TF_USE_LEGACY_KERAS": "1"}, ["allreduce/mwms", "step/mwms", "fit-tf_keras/mwms"]),
@@ -297,6 +298,20 @@ def run_ringmaster(r: Rank, cases):
             ok = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
             r.results[-1]["correct"] = ok
             del model, grads, fills, got
+        elif kind == "allreduce-engine":
+            # The engine alone on the same 8 buffers (NumPy, in place, one
+            # call): what the op's all-reduce is measured against.
+            import numpy as np
+            import ringmaster
+            comm = ringmaster.default_communicator()
+            model = build_model(keras, r.args.model)
+            shapes = [tuple(v.shape) for v in model.trainable_variables]
+            arrays = [np.random.default_rng(r.rank).standard_normal(s).astype(np.float32) for s in shapes]
+            r.record(case, timed(lambda: comm.all_reduce(arrays, "sum"), total, barrier))
+            fills = [np.full(s, float(r.rank + 1), np.float32) for s in shapes]
+            comm.all_reduce(fills, "sum")
+            r.results[-1]["correct"] = all(bool((f == float(N * (N + 1) // 2)).all()) for f in fills)
+            del model, arrays, fills
         elif kind == "step":
             step_case(r, case, tf, keras, rm if peer == "ringmaster" else None, loss_fn, x, y, total, barrier)
         elif kind.startswith("fit"):
@@ -706,6 +721,22 @@ def launcher_main(args):
         lines.append(f"| {name} | {fmt(ra)} | {fmt(rb)} | {ratio(rb, ra)} | >= {goal:.0f}x: {met} |")
         summary.append([name, "ringmaster", *(ra[:3] if ra else ["", "", ""]), "", ""])
         summary.append([name, "mwms", *(rb[:3] if rb else ["", "", ""]), ratio(rb, ra), f">= {goal:.0f}x"])
+    # The op against the engine alone on the same 8 buffers (goal: the op within 1.2x).
+    engine = row("rm-tf_keras", "allreduce-engine/ringmaster")
+    lines += ["", "The op against the engine alone on the same 8 buffers (NumPy arrays of the gradients' shapes, "
+              "in place, one call: `ringmaster.default_communicator().all_reduce(arrays, \"sum\")`); "
+              "ratio = op median / engine median:", "",
+              "| case | median (p10 / p90) | op / engine | goal |", "| --- | ---: | ---: | --- |",
+              f"| the engine alone | {fmt(engine)} | | |"]
+    for name, key in [("the op, tf.function", ("rm-tf_keras", "allreduce/ringmaster")),
+                      ("the op, eager", ("rm-tf_keras", "allreduce-eager/ringmaster"))]:
+        op = row(*key)
+        met = "—" if op is None or engine is None else ("met" if op[0] / engine[0] <= 1.2 else "**not met**")
+        lines.append(f"| {name} | {fmt(op)} | {ratio(op, engine)} | <= 1.2x: {met} |")
+        summary.append([name + " vs the engine alone", "ringmaster", *(op[:3] if op else ["", "", ""]),
+                        ratio(op, engine), "<= 1.2x"])
+    summary.append(["the engine alone, same 8 buffers", "ringmaster", *(engine[:3] if engine else ["", "", ""]),
+                    "", ""])
     lines += ["", "Compute without any all-reduce (the floor of a step; the same model, batch and optimizer):", "",
               "| case | 3 ranks at once, no all-reduce | 1 process alone | Ringmaster step | MWMS step |",
               "| --- | ---: | ---: | ---: | ---: |"]
