@@ -40,7 +40,8 @@ from .compression import Compression, compressed
 from .functions import allgather_object, broadcast_object, broadcast_object_fn, broadcast_variables
 from .mpi_ops import (_allreduce, _grouped_allreduce, _grouped_reducescatter,
                       _reducescatter, allgather, alltoall, barrier, broadcast, broadcast_, grouped_allgather,
-                      join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op)
+                      join, local_rank_op, local_size_op, process_set_included_op, rank_op, size_op,
+                      sparse_allreduce)
 from .util import _executing_eagerly  # noqa: F401  (Horovod's tests import it from here too)
 
 try:
@@ -104,17 +105,6 @@ def _check_sparse(op: int, prescale_factor: float, postscale_factor: float) -> N
         raise NotImplementedError("Pre/postscale_factor are not supported with tf.IndexedSlices")
 
 
-def _sparse(tensor: tf.IndexedSlices, op: int, process_set: ProcessSet, ignore_name_scope: bool,
-            options: Any) -> tf.IndexedSlices:
-    values = allgather(tensor.values, process_set=process_set, ignore_name_scope=ignore_name_scope,
-                       options=options)
-    indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope,
-                        options=options)
-    if op == Average:
-        values = values / tf.cast(size(), values.dtype)
-    return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
-
-
 def _check_adasum(op: int) -> None:
     if op == Adasum:
         raise NotImplementedError("op=Adasum: the Adasum reduction is not implemented by Ringmaster")
@@ -131,7 +121,7 @@ def allreduce(tensor: Any, average: Any = None, device_dense: str = "", device_s
     op = handle_average_backwards_compatibility(op, average)
     if isinstance(tensor, tf.IndexedSlices):
         _check_sparse(op, prescale_factor, postscale_factor)
-        return _sparse(tensor, op, process_set, ignore_name_scope, options)
+        return sparse_allreduce(tensor, op, process_set, ignore_name_scope, options)
     _check_adasum(op)
     sent, ctx = compression.compress(tf.convert_to_tensor(tensor))
     reduced = _allreduce(sent, name=name, op=op, prescale_factor=prescale_factor,
@@ -159,7 +149,7 @@ def grouped_allreduce(tensors: Any, average: Any = None, device_dense: str = "",
         out[i] = r
     for i, t in enumerate(tensors):
         if isinstance(t, tf.IndexedSlices):
-            out[i] = _sparse(t, op, process_set, ignore_name_scope, options)
+            out[i] = sparse_allreduce(t, op, process_set, ignore_name_scope, options)
     return out
 
 

@@ -10,7 +10,7 @@ import tensorflow as tf
 from ._basics import Adasum, Average, ProcessSet, global_process_set, reduce_op_value, size
 from .compression import Compression, compressed
 from .functions import broadcast_variables
-from .mpi_ops import _grouped_allreduce, allgather
+from .mpi_ops import _grouped_allreduce, sparse_allreduce
 
 
 def _split(items: List[int], parts: int) -> List[List[int]]:
@@ -42,16 +42,6 @@ def _check_groups(groups: Any) -> None:
                          f"got {groups!r}")
 
 
-def _sparse_allreduce(grad: tf.IndexedSlices, op: int, process_set: ProcessSet, options: Any) -> tf.IndexedSlices:
-    """An IndexedSlices reduced as Horovod does: the values and indices of
-    every rank gathered (averaged by dividing the values by the size)."""
-    values = allgather(grad.values, process_set=process_set, options=options)
-    indices = allgather(grad.indices, process_set=process_set, options=options)
-    if op == Average:
-        values = values / tf.cast(size(), values.dtype)
-    return tf.IndexedSlices(values, indices, dense_shape=grad.dense_shape)
-
-
 def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]] = None,
                         compression: Any = Compression.none, sparse_as_dense: bool = False, op: Any = Average,
                         gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
@@ -77,7 +67,7 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
             if sparse_as_dense:
                 grads[i] = tf.convert_to_tensor(g)
             else:
-                out[i] = _sparse_allreduce(g, op, process_set, options)
+                out[i] = sparse_allreduce(g, op, process_set, options=options)
                 continue
         dense.append(i)
     if isinstance(groups, (list, tuple)) and variables is not None:

@@ -10,7 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from ._basics import ProcessSet, global_process_set, rank
-from .mpi_ops import allgather, broadcast, broadcast_, _grouped_broadcast
+from .mpi_ops import _grouped_broadcast, allgather, assign, broadcast, broadcast_
 
 try:  # cloudpickle serialises lambdas and local classes, as Horovod's does
     import cloudpickle as _pickle  # type: ignore[import-not-found]
@@ -81,13 +81,6 @@ def allgather_object(obj: Any, session: Any = None, name: Optional[str] = None,
     return out
 
 
-def _assign(variable: Any, value: Any) -> Any:
-    """variable := value for tf.Variable, Keras 3's Variable and TF1's RefVariable."""
-    if hasattr(variable, "assign"):
-        return variable.assign(value)
-    return tf.compat.v1.assign(variable, value)
-
-
 def broadcast_variables(variables: Iterable[Any], root_rank: int, process_set: ProcessSet = global_process_set,
                         inplace: bool = False, options: Any = None) -> Any:
     """Assigns root_rank's values to ``variables`` on every rank (one op for
@@ -100,5 +93,5 @@ def broadcast_variables(variables: Iterable[Any], root_rank: int, process_set: P
         return None if tf.executing_eagerly() else tf.group(*values)
     values = _grouped_broadcast([v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v)
                                  for v in variables], root_rank, process_set=process_set, options=options)
-    assigns = [_assign(v, x) for v, x in zip(variables, values)]
+    assigns = [assign(v, x) for v, x in zip(variables, values)]
     return None if tf.executing_eagerly() else tf.group(*assigns)

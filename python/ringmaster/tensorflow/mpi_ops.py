@@ -84,8 +84,25 @@ def _issue(make_op: Callable[[], Any]) -> Any:
     return out
 
 
-def _tensors(values: Sequence[Any]) -> List[tf.Tensor]:
-    return [tf.convert_to_tensor(v) for v in values]
+def _list_op(tensors: Sequence[Any], process_set: ProcessSet, name: Optional[str], what: str,
+             make: Callable[[List[tf.Tensor], Optional[str]], Any]) -> List[tf.Tensor]:
+    """One op over a list of tensors (none: no op): the process set checked,
+    a graph name derived from the tensors', issued after the graph's
+    previous Ringmaster op."""
+    check_process_set(process_set)
+    ts = [tf.convert_to_tensor(v) for v in tensors]
+    if not ts:
+        return []
+    name = _op_name(name, lambda: f"Ringmaster{what}_{ts[0].name}" if len(ts) == 1 else
+                    f"RingmasterGrouped{what}_{ts[0].name}_{ts[-1].name}")
+    return list(_issue(lambda: make(ts, name)))
+
+
+def assign(variable: Any, value: Any) -> Any:
+    """variable := value for tf.Variable, Keras 3's Variable and TF1's RefVariable."""
+    if hasattr(variable, "assign"):
+        return variable.assign(value)
+    return tf.compat.v1.assign(variable, value)
 
 
 # ------------------------------------------------------------------ ops
@@ -96,15 +113,9 @@ def _grouped_allreduce(tensors: Sequence[Any], name: Optional[str] = None, op: i
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
     """One op for the list (the engine packs it by bytes_per_pack)."""
-    check_process_set(process_set)
-    ts = _tensors(tensors)
-    if not ts:
-        return []
-    name = _op_name(name, lambda: f"RingmasterAllreduce_{ts[0].name}" if len(ts) == 1 else
-                    f"RingmasterGroupedAllreduce_{ts[0].name}_{ts[-1].name}")
-    return list(_issue(lambda: _ops.ringmaster_all_reduce(
+    return _list_op(tensors, process_set, name, "Allreduce", lambda ts, name: _ops.ringmaster_all_reduce(
         ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
-        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options))))
+        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
 def _allreduce(tensor: Any, name: Optional[str] = None, op: int = Sum, prescale_factor: float = 1.0,
@@ -119,13 +130,8 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
                       process_set: ProcessSet = global_process_set, options: Any = None) -> List[tf.Tensor]:
     """Concatenates every rank's tensors along the first dimension, which may
     differ per rank (the other dimensions may not)."""
-    check_process_set(process_set)
-    ts = _tensors(tensors)
-    if not ts:
-        return []
-    name = _op_name(name, lambda: f"RingmasterGroupedAllgather_{ts[0].name}_{ts[-1].name}")
-    return list(_issue(lambda: _ops.ringmaster_all_gather(ts, ignore_name_scope=bool(ignore_name_scope),
-                                                          name=name, **_option_attrs(options))))
+    return _list_op(tensors, process_set, name, "Allgather", lambda ts, name: _ops.ringmaster_all_gather(
+        ts, ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
 def allgather(tensor: Any, name: Optional[str] = None, ignore_name_scope: bool = False,
@@ -141,14 +147,9 @@ def allgather(tensor: Any, name: Optional[str] = None, ignore_name_scope: bool =
 def _grouped_broadcast(tensors: Sequence[Any], root_rank: int, name: Optional[str] = None,
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
-    check_process_set(process_set)
-    ts = _tensors(tensors)
-    if not ts:
-        return []
-    name = _op_name(name, lambda: f"RingmasterBroadcast_{ts[0].name}")
-    return list(_issue(lambda: _ops.ringmaster_broadcast(ts, root_rank=int(root_rank),
-                                                         ignore_name_scope=bool(ignore_name_scope), name=name,
-                                                         **_option_attrs(options))))
+    return _list_op(tensors, process_set, name, "Broadcast", lambda ts, name: _ops.ringmaster_broadcast(
+        ts, root_rank=int(root_rank), ignore_name_scope=bool(ignore_name_scope), name=name,
+        **_option_attrs(options)))
 
 
 def broadcast(tensor: Any, root_rank: int, name: Optional[str] = None, ignore_name_scope: bool = False,
@@ -168,8 +169,7 @@ def broadcast_(variables: Sequence[Any], root_rank: int, name: Optional[str] = N
     values = _grouped_broadcast([v.read_value() if hasattr(v, "read_value") else tf.convert_to_tensor(v)
                                  for v in variables], root_rank, name=name, process_set=process_set,
                                 options=options)
-    assigns = [v.assign(x) if hasattr(v, "assign") else tf.compat.v1.assign(v, x)
-               for v, x in zip(variables, values)]
+    assigns = [assign(v, x) for v, x in zip(variables, values)]
     if tf.executing_eagerly():
         return [v.read_value() if hasattr(v, "read_value") else v for v in variables]
     with tf.control_dependencies(assigns):
@@ -191,18 +191,26 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     return (output, received) if splits is not None else output
 
 
+def sparse_allreduce(tensor: tf.IndexedSlices, op: int, process_set: ProcessSet = global_process_set,
+                     ignore_name_scope: bool = False, options: Any = None) -> tf.IndexedSlices:
+    """An IndexedSlices reduced as Horovod does: every rank's values and
+    indices gathered; Average divides the values by the size."""
+    values = allgather(tensor.values, process_set=process_set, ignore_name_scope=ignore_name_scope,
+                       options=options)
+    indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope,
+                        options=options)
+    if op == Average:
+        values = values / tf.cast(size(), values.dtype)
+    return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
+
+
 def _grouped_reducescatter(tensors: Sequence[Any], name: Optional[str] = None, op: int = Sum,
                            ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                            prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                            options: Any = None) -> List[tf.Tensor]:
-    check_process_set(process_set)
-    ts = _tensors(tensors)
-    if not ts:
-        return []
-    name = _op_name(name, lambda: f"RingmasterReducescatter_{ts[0].name}")
-    return list(_issue(lambda: _ops.ringmaster_reduce_scatter(
+    return _list_op(tensors, process_set, name, "Reducescatter", lambda ts, name: _ops.ringmaster_reduce_scatter(
         ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
-        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options))))
+        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
 def _reducescatter(tensor: Any, name: Optional[str] = None, op: int = Sum, ignore_name_scope: bool = False,
