@@ -26,12 +26,38 @@ namespace ringmaster::internal {
 // back to ports the kernel picks when that range is unusable. Empty when a
 // socket could not be bound (errno says why).
 inline std::vector<int> FreeLocalPorts(int count) {
-  auto bind_port = [](int port, int* fd_out) {  // port 0: the kernel picks
+  // An explicit port is probed on the wildcard address, dual-stack where
+  // IPv6 exists: the agent's gRPC service binds [::]:port, which any
+  // listener on that port conflicts with, on whatever address (a probe of
+  // 127.0.0.1 alone let such ports through). Port 0 stays on loopback.
+  auto wildcard_fd = [](int port, int* fd_out) {
+    int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -2;  // no IPv6 here: the IPv4 wildcard below
+    int off = 0;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    sockaddr_in6 addr{};
+    addr.sin6_family = AF_INET6;
+    addr.sin6_addr = in6addr_any;
+    addr.sin6_port = htons(static_cast<uint16_t>(port));
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      return -1;
+    }
+    *fd_out = fd;
+    return port;
+  };
+  auto bind_port = [&](int port, int* fd_out) {  // port 0: the kernel picks
+    if (port > 0) {
+      const int got = wildcard_fd(port, fd_out);
+      if (got != -2) return got;
+    }
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_addr.s_addr = htonl(port > 0 ? INADDR_ANY : INADDR_LOOPBACK);
     addr.sin_port = htons(static_cast<uint16_t>(port));
     socklen_t len = sizeof addr;
     if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
