@@ -1,5 +1,7 @@
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +21,9 @@ namespace {
 
 thread_local std::string g_last_error;
 std::atomic<rm_communicator*> g_default{nullptr};
+// rm_set_process_set_communicator's table (id 0 lives in g_default).
+std::mutex g_sets_mu;
+std::map<int, rm_communicator*> g_sets;
 
 int Report(const ringmaster::Status& s) {
   g_last_error = s.ok() ? std::string() : s.ToString();
@@ -80,7 +85,47 @@ void rm_communicator_destroy(rm_communicator* comm) {
   // Never leave a dangling default behind.
   rm_communicator* expected = comm;
   g_default.compare_exchange_strong(expected, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(g_sets_mu);
+    std::erase_if(g_sets, [comm](const auto& kv) { return kv.second == comm; });
+  }
   delete comm;
+}
+
+int rm_process_set_add(rm_communicator* comm, int id, const int* ranks, size_t n, rm_communicator** out) {
+  if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
+  *out = nullptr;
+  if (!comm) return NullComm();
+  if (n && !ranks) return Report(ringmaster::InvalidArgumentError("ranks is NULL"));
+  auto set = comm->comm->AddProcessSet(id, std::span<const int>(ranks, n));
+  if (!set.ok()) return Report(set.status());
+  if (*set) {
+    auto* made = new rm_communicator{std::move(*set), {}};
+    for (int r = 0; r < made->comm->size(); ++r) made->names.push_back(made->comm->TaskName(r));
+    *out = made;
+  }
+  return Report(ringmaster::OkStatus());
+}
+
+int rm_process_set_id(const rm_communicator* comm) {
+  return comm ? comm->comm->process_set_id() : -1;
+}
+
+void rm_set_process_set_communicator(int id, rm_communicator* comm) {
+  if (id == 0) return rm_set_default_communicator(comm);
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  if (comm) {
+    g_sets[id] = comm;
+  } else {
+    g_sets.erase(id);
+  }
+}
+
+rm_communicator* rm_process_set_communicator(int id) {
+  if (id == 0) return rm_default_communicator();
+  std::lock_guard<std::mutex> lock(g_sets_mu);
+  auto it = g_sets.find(id);
+  return it == g_sets.end() ? nullptr : it->second;
 }
 int rm_rank(const rm_communicator* comm) {
   return comm ? comm->comm->rank() : -1;

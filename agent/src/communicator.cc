@@ -24,6 +24,17 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment() {
   return Create(*s);
 }
 
+StatusOr<std::unique_ptr<Communicator>> Communicator::AddProcessSet(int id, std::span<const int> ranks) {
+  auto impl = impl_->AddProcessSet(id, ranks);
+  if (!impl.ok()) return impl.status();
+  if (!*impl) return std::unique_ptr<Communicator>();
+  return std::unique_ptr<Communicator>(new Communicator(std::move(*impl)));
+}
+
+int Communicator::process_set_id() const {
+  return impl_->process_set_id();
+}
+
 int Communicator::rank() const {
   return impl_->rank();
 }

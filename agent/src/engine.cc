@@ -10,6 +10,7 @@
 #include "link_model.h"
 #include "log.h"
 #include "rendezvous.h"
+#include "subgroup.h"
 #include "tcp_transport.h"
 #include "terminate.h"
 
@@ -31,6 +32,75 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
     hosts_.push_back(SplitHostPort(m.address, &host, &port).ok() ? host : m.address);
   }
   gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
+}
+
+CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector<int> members)
+    : settings_(parent->settings_),
+      rank_(static_cast<int>(std::find(members.begin(), members.end(), parent->rank_) - members.begin())),
+      size_(static_cast<int>(members.size())),
+      process_id_(parent->process_id_),
+      key_(std::string()),
+      refusals_(parent->names_[parent->rank_]),
+      parent_(parent),
+      set_id_(id),
+      members_(std::move(members)) {
+  for (int r : members_) {
+    names_.push_back(parent->names_[r]);
+    hosts_.push_back(parent->hosts_[r]);
+  }
+}
+
+StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int id,
+                                                                            std::span<const int> ranks) {
+  if (parent_) return UnimplementedError("process sets of a process set: add them to the whole group");
+  std::vector<int> sorted(ranks.begin(), ranks.end());
+  std::sort(sorted.begin(), sorted.end());
+  Status local;
+  if (id <= 0 || id >= (1 << 23)) {
+    local = InvalidArgumentError("process set id: must be in [1, 2^23), got " + std::to_string(id));
+  } else if (sorted.empty()) {
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": ranks is empty");
+  } else if (sorted.front() < 0 || sorted.back() >= size_) {
+    const int bad = sorted.front() < 0 ? sorted.front() : sorted.back();
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(bad) +
+                                 " is not a rank of the group (size " + std::to_string(size_) + ")");
+  } else if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(*dup) +
+                                 " appears twice");
+  }
+  // Every member of the group says what it adds: (valid, id, count, hash).
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the ranks
+  for (int r : sorted) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  constexpr int kWords = 4;
+  int64_t mine[kWords] = {local.ok() ? 1 : 0, id, static_cast<int64_t>(sorted.size()),
+                          static_cast<int64_t>(hash)};
+  std::vector<int64_t> all(static_cast<size_t>(kWords) * size_);
+  CommunicationOptions o;
+  Tensor in{mine, kWords, DataType::kInt64},
+      out{all.data(), static_cast<int64_t>(all.size()), DataType::kInt64};
+  RM_RETURN_IF_ERROR(AllGatherAsync(in, out, o).Wait());
+  if (!local.ok()) return local;
+  std::string invalid, differ;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t* w = &all[static_cast<size_t>(r) * kWords];
+    if (w[0] == 0) {
+      invalid += (invalid.empty() ? "" : ", ") + names_[r];
+    } else if (!std::equal(w + 1, w + kWords, mine + 1)) {
+      differ += (differ.empty() ? "" : ", ") + names_[r] + " (id " + std::to_string(w[1]) + ", " +
+                std::to_string(w[2]) + " ranks)";
+    }
+  }
+  if (!invalid.empty()) {
+    return FailedPreconditionError("process set " + std::to_string(id) + ": " + invalid +
+                                   " passed invalid ranks (see its own error)");
+  }
+  if (!differ.empty()) {
+    return FailedPreconditionError("process set " + std::to_string(id) +
+                                   ": the members disagree on it: " + names_[rank_] + " adds " +
+                                   std::to_string(sorted.size()) + " ranks, " + differ + " add another");
+  }
+  if (!std::binary_search(sorted.begin(), sorted.end(), rank_)) return std::unique_ptr<CommunicatorImpl>();
+  return std::make_unique<CommunicatorImpl>(this, id, std::move(sorted));
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -99,7 +169,7 @@ Status CommunicatorImpl::Form() {
   mc.process_id = process_id_;
   auto leader_port = ControlPort(0);
   mc.leader_port = leader_port.ok() ? *leader_port : 0;
-  mc.channels = settings_.streams + 1;  // 0: control, 1..streams: data
+  mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
   mc.timeout_s = settings_.formation_timeout_seconds;
   mc.key = &key_;
   mc.refusals = &refusals_;
@@ -145,45 +215,74 @@ Status CommunicatorImpl::Form() {
     DebugLog(line);
   }
   auto executor = std::make_shared<Executor>(group, std::move(transports));
+  std::vector<std::unique_ptr<Transport>> set_transport;
+  {
+    const int channel = settings_.streams + 1;
+    std::vector<int> fds(size_, -1);
+    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][channel]);
+    TcpTransport::Hooks hooks;
+    hooks.peer_name = [names = names_](int r) { return names[r]; };
+    hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
+    hooks.abort_fd = group->abort_fd();
+    set_transport.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
+  }
+  Executor::Options set_options;
+  set_options.recorder =
+      std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings_.flight_recorder_size)));
+  set_options.exchange = false;
+  auto set_executor = std::make_shared<Executor>(group, std::move(set_transport), std::move(set_options));
   group->StartMonitor();
   {
     std::lock_guard<std::mutex> lock(mu_);
     executor_ = std::move(executor);
+    set_executor_ = std::move(set_executor);
   }
   if (service_) service_->SetState(incarnation_, OkStatus());
   return OkStatus();
 }
 
 std::shared_ptr<Executor> CommunicatorImpl::executor() const {
+  if (parent_) {
+    std::lock_guard<std::mutex> lock(parent_->mu_);
+    return parent_->set_executor_;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   return executor_;
 }
 
 void CommunicatorImpl::Stop(bool destroyed) {
-  std::shared_ptr<Executor> ex;
+  std::shared_ptr<Executor> ex, set_ex;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ex = std::move(executor_);
+    set_ex = std::move(set_executor_);
   }
   if (!ex) return;
   // Queued collectives fail fast; running ones are woken by the abort fd.
   ex->group()->Stopping(destroyed);
   ex->Stop();
+  if (set_ex) set_ex->Stop();
   ex->group()->Close(/*goodbye=*/destroyed);
 }
 
 Status CommunicatorImpl::Health() {
+  if (parent_) return parent_->Health();
   auto ex = executor();
   if (!ex) return AbortedError("the group is not formed");
   return ex->group()->AbortStatus();
 }
 
 void CommunicatorImpl::Abort(const std::string& reason) {
+  if (parent_) return parent_->Abort(reason);  // one group: a set's abort is the group's
   if (auto ex = executor()) ex->group()->AbortRequested(reason);
   if (service_) service_->SetState(incarnation_, AbortedError(reason));
 }
 
 Status CommunicatorImpl::Reform() {
+  if (parent_) {
+    return FailedPreconditionError("process set " + std::to_string(set_id_) +
+                                   ": reform the whole group, then add the process set again");
+  }
   if (auto ex = executor()) ex->group()->ReformRequested();
   Stop(/*destroyed=*/false);
   return Form();
@@ -209,8 +308,12 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
   }
   // GPU memory is recognised per tensor (gpu/gpu_backend.h); a call takes
   // host tensors or GPU tensors, never both.
-  auto on_gpu = gpu_->IsDeviceCall(tensors);
+  auto on_gpu = root().gpu_->IsDeviceCall(tensors);
   if (!on_gpu.ok()) return on_gpu.status();
+  if (*on_gpu && parent_) {
+    return UnimplementedError("process set " + std::to_string(set_id_) +
+                              ": GPU memory is not supported in process sets yet (copy to host memory)");
+  }
   if (*on_gpu) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (tensors[i].source && tensors[i].source != tensors[i].data) {
@@ -240,7 +343,17 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
 CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
                                           const CommunicationOptions& o, const std::string& what, bool sync) {
   if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
-  return ex->Submit(std::move(ops), DeadlineAfter(o.EffectiveTimeout().value_or(0)), what, sync);
+  const Deadline deadline = DeadlineAfter(o.EffectiveTimeout().value_or(0));
+  if (!parent_) return ex->Submit(std::move(ops), deadline, what, sync);
+  // A process set: its members become ranks 0..n-1 of the ops' transport.
+  for (auto& op : ops) {
+    op.run = [run = std::move(op.run), members = members_](Transport& t) {
+      SubgroupTransport sub(t, members);
+      return run(sub);
+    };
+  }
+  return ex->SubmitToSet(set_id_, std::move(ops), deadline,
+                         "process set " + std::to_string(set_id_) + ": " + what, sync);
 }
 
 CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,

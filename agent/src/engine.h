@@ -29,6 +29,18 @@ class CommunicatorImpl {
   explicit CommunicatorImpl(const CommunicatorSettings& settings);
   ~CommunicatorImpl();
 
+  // Process set `id` (> 0) of `parent`: `members` (formation ranks,
+  // ascending) must include the parent's rank. Its collectives run on the
+  // parent's process-set executor, over the same connections, with the
+  // set's own sequence numbers; it must not outlive the parent.
+  CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector<int> members);
+  // The collective half of making a process set: every member of the whole
+  // group calls it with the same id and ranks (checked: a disagreement fails
+  // on every member, naming who differs). Members of the set get its
+  // communicator, the others null.
+  StatusOr<std::unique_ptr<CommunicatorImpl>> AddProcessSet(int id, std::span<const int> ranks);
+  int process_set_id() const { return set_id_; }
+
   Status Start();  // control service + first formation
   Status Reform();
   void Abort(const std::string& reason);
@@ -58,7 +70,8 @@ class CommunicatorImpl {
   // The agent's control port of `rank` (CommunicatorSettings::control_ports;
   // 0: the kernel picks).
   StatusOr<int> ControlPort(int rank) const;
-  std::shared_ptr<Executor> executor() const;
+  std::shared_ptr<Executor> executor() const;  // a process set's: the parent's set executor
+  CommunicatorImpl& root() { return parent_ ? *parent_ : *this; }
   // Validates and merges; `device` (only callers that take GPU memory pass
   // it) is set for a call of GPU tensors.
   StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
@@ -82,6 +95,13 @@ class CommunicatorImpl {
 
   mutable std::mutex mu_;               // executor_
   std::shared_ptr<Executor> executor_;  // the current formation (null: none)
+  // The same formation's process-set executor: one slot on a connection of
+  // its own per pair (so a set's collectives never queue behind the whole
+  // group's), its own flight recorder.
+  std::shared_ptr<Executor> set_executor_;
+  CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group
+  int set_id_ = 0;
+  std::vector<int> members_;  // a process set's formation ranks
   std::atomic<uint64_t> incarnation_{0};
   std::atomic<bool> nccl_warned_{false};
   std::atomic<bool> host_choice_logged_{false};

@@ -6,8 +6,16 @@ namespace ringmaster::internal {
 
 Executor::Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports,
                    const EngineClock* clock)
-    : group_(std::move(group)), clock_(clock) {
-  group_->recorder().Reset();  // every member counts collectives from the formation on
+    : Executor(std::move(group), std::move(transports), Options{}, clock) {}
+
+Executor::Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports,
+                   Options options, const EngineClock* clock)
+    : group_(std::move(group)),
+      clock_(clock),
+      own_recorder_(std::move(options.recorder)),
+      recorder_(own_recorder_ ? own_recorder_.get() : &group_->recorder()),
+      exchange_(options.exchange) {
+  recorder_->Reset();  // every member counts collectives from the formation on
   for (auto& t : transports) {
     auto slot = std::make_unique<Slot>();
     slot->transport = std::move(t);
@@ -69,7 +77,7 @@ void Executor::Loop(Slot* slot) {
 
 Status Executor::RunOp(Slot* slot, const Op& op) {
   Group& g = *group_;
-  FlightRecorder& rec = g.recorder();
+  FlightRecorder& rec = recorder();
   if (Status aborted = g.ForNewCall(); !aborted.ok()) {
     rec.Finished(op.seq, aborted.code(), 0);
     return aborted;  // queued when the group failed: fail fast with its cause
@@ -84,7 +92,7 @@ Status Executor::RunOp(Slot* slot, const Op& op) {
     return g.ForFailedCall(st);
   }
   rec.Started(op.seq);
-  slot->transport->Begin(op.seq, deadline);
+  slot->transport->Begin(op.wire_seq, deadline);
   Status st = op.run(*slot->transport);
   if (st.ok()) {
     rec.Finished(op.seq, st.code(), slot->transport->HeardFrom());
@@ -107,6 +115,13 @@ Status Executor::Diagnose(const Op& op, Status st) {
     // its culprit rather than a reset socket. A member that really died is
     // reported by the monitor at once too.
     g.WaitForAbort(kAbortWordGraceMs);
+  } else if (!exchange_) {
+    // A process set's collective: the progress query does not know its
+    // numbers, so name it by the set and its own count, and by what this
+    // member heard.
+    return Status(st.code(), "process set " + std::to_string(op.wire_seq >> 40) + ": " + st.message() +
+                                 " on " + g.name(g.rank()) + " (" + std::string(OpKindName(op.info.kind)) +
+                                 ")");
   } else if (st.code() == StatusCode::kDeadlineExceeded) {
     auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisBoundSeconds));
     if (!g.aborted()) st = DeadlineExceededError(DescribeTimeout(op.seq, op.info, g.names(), reports));
@@ -119,8 +134,18 @@ Status Executor::Diagnose(const Op& op, Status st) {
   return st;
 }
 
+void Executor::Number(Op& op, int set) {
+  op.seq = next_seq_++;
+  op.wire_seq = set > 0 ? (static_cast<uint64_t>(set) << 40) | ++set_seq_[set] : op.seq;
+}
+
 CollectiveHandle Executor::Submit(std::vector<Op> ops, Deadline deadline, const std::string& what,
                                   bool sync) {
+  return SubmitToSet(0, std::move(ops), deadline, what, sync);
+}
+
+CollectiveHandle Executor::SubmitToSet(int set, std::vector<Op> ops, Deadline deadline,
+                                       const std::string& what, bool sync) {
   auto call = std::make_shared<CallState>();
   call->what = what;
   call->deadline = deadline;
@@ -131,7 +156,7 @@ CollectiveHandle Executor::Submit(std::vector<Op> ops, Deadline deadline, const 
   if (Status s = group_->ForNewCall(); !s.ok()) return Failed(s);
   call->pending = static_cast<int>(ops.size());
   if (ops.empty()) return MakeHandle(call);
-  FlightRecorder& rec = group_->recorder();
+  FlightRecorder& rec = recorder();
   if (sync && ops.size() == 1) {
     // A caller about to wait for one collective whose stream is idle runs it
     // itself: the executor's hand-offs (two thread wake-ups) would cost more
@@ -143,7 +168,7 @@ CollectiveHandle Executor::Submit(std::vector<Op> ops, Deadline deadline, const 
     Slot* slot = SlotFor(op);
     std::unique_lock<std::mutex> sl(slot->mu);
     if (!slot->stop && !slot->busy && slot->queue.empty()) {
-      ++next_seq_;
+      Number(op, set);
       op.call = call;
       if (op.what.empty()) op.what = what;
       rec.Queued(op.seq, op.info);
@@ -164,7 +189,7 @@ CollectiveHandle Executor::Submit(std::vector<Op> ops, Deadline deadline, const 
     }
   }
   for (auto& op : ops) {
-    op.seq = next_seq_++;
+    Number(op, set);
     op.call = call;
     if (op.what.empty()) op.what = what;
     rec.Queued(op.seq, op.info);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -26,8 +27,17 @@ inline constexpr size_t kMaxQueuedPerSlot = 4096;
 
 class Executor {
  public:
+  struct Options {
+    // Where collectives are recorded (null: the group's recorder).
+    std::shared_ptr<FlightRecorder> recorder;
+    // Whether a failure asks the other members where they stand (the group's
+    // progress query knows the group's own sequence numbers only).
+    bool exchange = true;
+  };
   // transports[s] carries slot s (at least one).
   Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports,
+           const EngineClock* clock = &EngineClock::Steady());
+  Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports, Options options,
            const EngineClock* clock = &EngineClock::Steady());
   ~Executor();
   Executor(const Executor&) = delete;
@@ -36,6 +46,10 @@ class Executor {
   // Queues the ops of one call. sync: the caller waits at once, so a call
   // of one op whose slot is idle runs on the caller's thread (no hand-off).
   CollectiveHandle Submit(std::vector<Op> ops, Deadline deadline, const std::string& what, bool sync = false);
+  // The same for process set `set` (> 0): its ops get the set's own wire
+  // sequence numbers, so members outside the set need not count them.
+  CollectiveHandle SubmitToSet(int set, std::vector<Op> ops, Deadline deadline, const std::string& what,
+                               bool sync = false);
   // Stops the threads once what is queued has drained (it fails fast: abort
   // the group first) and no caller runs an op inline.
   void Stop();
@@ -60,10 +74,18 @@ class Executor {
   // timeout, whose shapes differ on a protocol error.
   Status Diagnose(const Op& op, Status st);
 
+  // Numbers op for submission (under mu_).
+  void Number(Op& op, int set);
+  FlightRecorder& recorder() { return *recorder_; }
+
   std::shared_ptr<Group> group_;
   const EngineClock* clock_;
+  std::shared_ptr<FlightRecorder> own_recorder_;  // Options::recorder
+  FlightRecorder* recorder_;
+  bool exchange_ = true;
   std::mutex mu_;  // submission order
   uint64_t next_seq_ = 1;
+  std::map<int, uint64_t> set_seq_;  // the last wire number of each process set
   std::vector<std::unique_ptr<Slot>> slots_;
 };
 

@@ -37,8 +37,12 @@ struct Op {
   std::string what;  // "all-reduce pack 0 of 3" (empty: the call's)
   std::function<Status(Transport&)> run;
   int slot = -1;  // >= 0: always this executor slot (GPU calls: one order for NCCL)
-  // Set by the executor.
+  // Set by the executor. `seq` numbers the executor's collectives (the
+  // flight recorder's key); `wire_seq` is what the transport checks: the same
+  // as `seq`, or, for a process set, the set's own count (every member of the
+  // set, and only they, counts its collectives).
   uint64_t seq = 0;
+  uint64_t wire_seq = 0;
   std::shared_ptr<CallState> call;
 };
 

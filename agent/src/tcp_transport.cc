@@ -124,15 +124,14 @@ Status TcpTransport::Progress(bool* moved) {
       if (!had_header && r.done >= kHdr) {
         const WireHeader& h = r.hdr;
         if (h.magic != kDataMagic) {
-          return InternalError("protocol error from " + hooks_.peer_name(p) + " in collective #" +
-                               std::to_string(seq_) + ": not a Ringmaster data frame");
+          return InternalError("protocol error from " + hooks_.peer_name(p) + " in " + WireSeqName(seq_) +
+                               ": not a Ringmaster data frame");
         }
         if (h.seq != seq_ || h.tag != r.tag || h.length != r.bytes) {
-          return InternalError("protocol error from " + hooks_.peer_name(p) + ": expected collective #" +
-                               std::to_string(seq_) + " tag " + std::to_string(r.tag) + " with " +
-                               std::to_string(r.bytes) + " bytes, got collective #" + std::to_string(h.seq) +
-                               " tag " + std::to_string(h.tag) + " with " + std::to_string(h.length) +
-                               " bytes");
+          return InternalError("protocol error from " + hooks_.peer_name(p) + ": expected " +
+                               WireSeqName(seq_) + " tag " + std::to_string(r.tag) + " with " +
+                               std::to_string(r.bytes) + " bytes, got " + WireSeqName(h.seq) + " tag " +
+                               std::to_string(h.tag) + " with " + std::to_string(h.length) + " bytes");
         }
       }
       if (r.done == kHdr + r.bytes) {
@@ -174,7 +173,7 @@ Status TcpTransport::WaitUntil(const std::function<bool()>& done) {
     }
     if (hooks_.abort_fd >= 0) pfds.push_back({hooks_.abort_fd, POLLIN, 0});
     int timeout = PollTimeoutMs(deadline_);
-    if (timeout == 0) return DeadlineExceededError("collective #" + std::to_string(seq_) + " timed out");
+    if (timeout == 0) return DeadlineExceededError(WireSeqName(seq_) + " timed out");
     int rc = ::poll(pfds.data(), pfds.size(), timeout);
     if (rc < 0 && errno != EINTR) return InternalError(std::string("poll: ") + std::strerror(errno));
   }

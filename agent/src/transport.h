@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "net.h"
 #include "ringmaster/status.h"
@@ -22,6 +23,14 @@ class EngineClock {
   virtual Clock::time_point Now() const = 0;
   static const EngineClock& Steady();
 };
+
+// "collective #12", or "collective #3 of process set 2" for a process set's
+// wire number (the set in the bits above 40; executor.h).
+inline std::string WireSeqName(uint64_t seq) {
+  const uint64_t set = seq >> 40, n = seq & ((uint64_t{1} << 40) - 1);
+  return "collective #" + std::to_string(n) +
+         (set ? " of process set " + std::to_string(set) : std::string());
+}
 
 class Transport {
  public:

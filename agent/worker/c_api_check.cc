@@ -118,6 +118,46 @@ void NewDtypes(rm_communicator* c, int me, int n) {
   }
 }
 
+// Process sets: the odd ranks and {0, n-1}, through every C call that
+// takes a communicator; members outside a set get NULL; the registry the
+// TensorFlow op reads finds them by id.
+void ProcessSets(rm_communicator* c, int me, int n) {
+  std::vector<int> odd, ends = {n - 1, 0};
+  for (int r = 1; r < n; r += 2) odd.push_back(r);
+  rm_communicator *s_odd = nullptr, *s_ends = nullptr;
+  if (!Ok(rm_process_set_add(c, 1, odd.data(), odd.size(), &s_odd), "rm_process_set_add odd")) return;
+  if (!Ok(rm_process_set_add(c, 2, ends.data(), ends.size(), &s_ends), "rm_process_set_add ends")) return;
+  if ((s_odd != nullptr) != (me % 2 == 1)) Fail("odd set membership");
+  if ((s_ends != nullptr) != (me == 0 || me == n - 1)) Fail("ends set membership");
+  rm_set_process_set_communicator(2, s_ends);
+  if (rm_process_set_communicator(2) != s_ends) Fail("process set registry");
+  if (s_odd) {
+    if (rm_process_set_id(s_odd) != 1 || rm_rank(s_odd) != me / 2 || rm_size(s_odd) != n / 2)
+      Fail("odd set rank/size/id");
+    std::vector<int16_t> in(3, static_cast<int16_t>(me)), out(3 * static_cast<size_t>(n / 2), -1);
+    rm_tensor ti{in.data(), 3, RM_INT16}, to{out.data(), static_cast<int64_t>(out.size()), RM_INT16};
+    if (Ok(rm_allgather(s_odd, &ti, &to, nullptr), "rm_allgather on a set")) {
+      for (size_t k = 0; k < out.size(); ++k)
+        if (out[k] != static_cast<int16_t>(2 * (k / 3) + 1))
+          Fail("odd set all-gather element " + std::to_string(k));
+    }
+  }
+  if (s_ends) {
+    double v = me;
+    rm_tensor t{&v, 1, RM_FLOAT64};
+    if (Ok(rm_allreduce(rm_process_set_communicator(2), &t, 1, RM_SUM, nullptr), "rm_allreduce on a set") &&
+        v != n - 1) {
+      Fail("ends set sum " + std::to_string(v));
+    }
+    if (std::strcmp(rm_task_name(s_ends, 1), rm_task_name(c, n - 1)) != 0) Fail("ends set task name");
+  }
+  // The whole group still counts its own collectives.
+  if (!Ok(rm_barrier(c, nullptr), "rm_barrier after process sets")) return;
+  rm_communicator_destroy(s_odd);
+  rm_communicator_destroy(s_ends);
+  if (rm_process_set_communicator(2) != nullptr) Fail("a destroyed set stayed in the registry");
+}
+
 }  // namespace
 
 int CheckCApiCollectives() {
@@ -128,6 +168,7 @@ int CheckCApiCollectives() {
   AllToAll(c, me, n);
   ReduceScatter(c, me, n);
   NewDtypes(c, me, n);
+  ProcessSets(c, me, n);
   rm_communicator_destroy(c);
   if (failures) return 1;
   std::printf("c-api collectives verified (%d members)\n", n);

@@ -68,7 +68,8 @@ const char kUsage[] =
     "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
     "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
     "--check-c-api instead runs one all-gather-v, all-to-all, reduce-scatter, uint8 all-reduce and\n"
-    "bool broadcast through the C API (ringmaster.h), checks every element and exits.\n";
+    "bool broadcast, and collectives on two process sets, through the C API (ringmaster.h), checks\n"
+    "every element and exits.\n";
 
 bool ParseInt(const char* s, int* out) {
   char* end = nullptr;

@@ -133,6 +133,7 @@ class Communicator:
         # Use Communicator.from_environment() or ringmaster.init().
         self._c = core
         self._lock = threading.Lock()
+        self._sets: List["Communicator"] = []  # process sets: closed before this
 
     @classmethod
     def from_environment(cls) -> "Communicator":
@@ -242,8 +243,34 @@ class Communicator:
         """Returns None while the group is usable, else raises why not."""
         self._c.health()
 
+    def add_process_set(self, ranks: Sequence[int], process_set_id: int) -> Optional["Communicator"]:
+        """A subgroup of this group (Horovod's process set), collectively.
+
+        Every member of the whole group calls it with the same ``ranks`` and
+        ``process_set_id`` (> 0, not in use); members that disagree fail
+        with FailedPreconditionError on every member, naming who differs.
+        Returns the set's Communicator (ranks renumbered 0..n-1 in rank
+        order) on its members and None elsewhere. It is registered for the
+        TensorFlow op under its id, and closed with this one.
+        """
+        core = self._c.add_process_set(int(process_set_id), [int(r) for r in ranks])
+        if core is None:
+            return None
+        core.register_process_set()
+        child = Communicator(core)
+        self._sets.append(child)
+        return child
+
+    @property
+    def process_set_id(self) -> int:
+        """0 for a whole group, else this process set's id."""
+        return int(self._c.process_set_id())
+
     def close(self) -> None:
         """Leaves the group and frees it (clears the process default first)."""
+        sets, self._sets = self._sets, []
+        for child in sets:
+            child.close()
         self._c.destroy()
 
     def __enter__(self) -> "Communicator":

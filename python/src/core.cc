@@ -188,6 +188,18 @@ NB_MODULE(_core, m) {
              if (code != RM_OK) Raise(code, rm_last_error());
            })
       .def("destroy", &Comm::Destroy)
+      .def(
+          "add_process_set",
+          [](const Comm& c, int id, const std::vector<int>& ranks) -> Comm* {
+            rm_communicator* comm = c.get();
+            rm_communicator* set = nullptr;
+            CallReleased([&] { return rm_process_set_add(comm, id, ranks.data(), ranks.size(), &set); });
+            return set ? new Comm(set) : nullptr;
+          },
+          nb::rv_policy::take_ownership)
+      .def("process_set_id", [](const Comm& c) { return rm_process_set_id(c.get()); })
+      .def("register_process_set",
+           [](const Comm& c) { rm_set_process_set_communicator(rm_process_set_id(c.get()), c.get()); })
       .def("set_default", [](const Comm& c) { rm_set_default_communicator(c.get()); })
       .def("is_default", [](const Comm& c) { return c.alive() && rm_default_communicator() == c.get(); })
       .def("allreduce",

@@ -295,7 +295,7 @@ TEST(Hostile, GarbageOnTheDataPortIsRejected) {
   wrong_rank.from_rank = 77;
   send_hello(wrong_rank, false);
   std::vector<int> fds;
-  for (uint32_t c = 0; c < 3; ++c) {  // control + 2 data streams
+  for (uint32_t c = 0; c < 4; ++c) {  // control + 2 data streams + the process sets' stream
     Hello h = good;
     h.channel = c;
     fds.push_back(send_hello(h, true));

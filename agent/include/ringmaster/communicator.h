@@ -198,6 +198,21 @@ class Communicator {
   Status Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape, std::optional<int> axis,
                 const Tensor& output, const CommunicationOptions& options = {});
 
+  // Process sets (Horovod's; MPI's communicators): a subgroup of the formed
+  // group, `ranks` (in any order; sorted here) renumbered 0..n-1 in rank
+  // order, with its own sequence of collectives over the same connections.
+  // Every member of the whole group calls this with the same `id` (> 0, never
+  // reused while the set exists) and the same ranks; a member that disagrees
+  // makes it fail on every member (FailedPrecondition naming who differs).
+  // Members get the set's Communicator, the others null. A set's collectives
+  // queue apart from the whole group's, on one stream; sets that share
+  // members must be used in the same order by those members. The set's
+  // Communicator must be destroyed before this one; Abort and health are
+  // the whole group's. Host memory only for now.
+  StatusOr<std::unique_ptr<Communicator>> AddProcessSet(int id, std::span<const int> ranks);
+  // 0 for the whole group, else the process set's id.
+  int process_set_id() const;
+
   // Fails every collective in flight on every member with Aborted; later
   // calls fail fast with Aborted until Reform().
   void Abort(const std::string& reason);

@@ -81,6 +81,21 @@ int rm_health(const rm_communicator* comm);
 void rm_set_default_communicator(rm_communicator* comm);
 rm_communicator* rm_default_communicator(void);
 
+/* Process sets (Horovod's; see Communicator::AddProcessSet): a subgroup
+ * `ranks` (n of them, any order) of the whole group `comm`, renumbered
+ * 0..n-1 in rank order. Collective over the whole group: every member calls
+ * it with the same id (> 0) and ranks. Members get the set's communicator in
+ * *out (destroy it before `comm`), the others NULL. Every rm_* call takes it
+ * like a group's; Abort and health are the whole group's. Host memory only. */
+int rm_process_set_add(rm_communicator* comm, int id, const int* ranks, size_t n, rm_communicator** out);
+/* 0 for a whole group, else the process set's id (-1 for NULL). */
+int rm_process_set_id(const rm_communicator* comm);
+/* The process's process sets by id, as rm_set_default_communicator (which
+ * is id 0): the Python package registers the sets it adds; the TensorFlow
+ * op looks them up. NULL removes; destroying a communicator removes it. */
+void rm_set_process_set_communicator(int id, rm_communicator* comm);
+rm_communicator* rm_process_set_communicator(int id);
+
 /* `options` may be NULL. Results are written in place. */
 int rm_allreduce(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
                  const rm_options* options);

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import ringmaster
 
@@ -63,22 +63,31 @@ _NOT_INITIALIZED = "Ringmaster has not been initialized; use ringmaster.tensorfl
 def init(comm: Any = None, process_sets: Optional[Sequence["ProcessSet"]] = None) -> "ringmaster.Communicator":
     """Forms the collective group from TF_CONFIG and RINGMASTER_* (once; later
     calls return the same group). ``comm`` (an MPI communicator in Horovod)
-    is not supported: the group is the job's. ``process_sets``: only the
-    global one so far."""
+    is not supported: the group is the job's. ``process_sets``: process sets
+    to add now (every rank passes the same list); as in Horovod, a set with
+    the same ranks as one already added gets that one's id."""
     if comm is not None:
         raise NotImplementedError("init(comm=...): Ringmaster forms its group from TF_CONFIG, not from an MPI "
                                   "communicator")
-    for ps in process_sets or ():
-        if not (isinstance(ps, ProcessSet) and ps.is_global()):
-            raise NotImplementedError("init(process_sets=...): process sets other than the global one are not "
-                                      "implemented by Ringmaster yet")
     c = ringmaster.init()
     global_process_set._bind(list(range(int(c.size))))
+    for ps in process_sets or ():
+        if not isinstance(ps, ProcessSet):
+            raise ValueError(f"init(process_sets=...): expected ProcessSet objects, got {ps!r}")
+        if ps is global_process_set or ps.ranks is None:
+            continue
+        same = _id_of_ranks(ps.ranks)
+        if same is not None:
+            ps.process_set_id = same
+        else:
+            _add(ps)
     return c
 
 
 def shutdown() -> None:
-    """Leaves the group (the process may call init() again later)."""
+    """Leaves the group (the process may call init() again later); its
+    process sets go with it."""
+    _sets.clear()  # their communicators close with the group's
     ringmaster.shutdown()
 
 
@@ -217,57 +226,164 @@ def stop_timeline() -> None:
 
 
 class ProcessSet:
-    """A subset of the ranks that collectives can be limited to. Only the
-    global process set (every rank, id 0) is implemented so far."""
+    """A subset of the ranks that collectives can be limited to (Horovod's).
+
+    Pass it to init(process_sets=...) or add_process_set(); every rank adds
+    the same sets in the same order (checked by the engine: a disagreement
+    fails on every rank). A set's collectives run among its members only,
+    over the group's connections, with sequence numbers of their own; ranks
+    outside it get InvalidArgumentError if they call them. ``root_rank``
+    arguments stay global ranks, as in Horovod.
+    """
 
     def __init__(self, ranks_or_comm: Any = None) -> None:
-        self.ranks: Optional[List[int]] = None if ranks_or_comm is None else sorted(int(r) for r in ranks_or_comm)
+        if ranks_or_comm is not None and not hasattr(ranks_or_comm, "__iter__"):
+            raise ValueError("ProcessSet should be initialized with a list of process ranks (Ringmaster has no "
+                             "MPI communicators)")
+        ranks = None if ranks_or_comm is None else sorted(ranks_or_comm)
+        if ranks is not None and any(not isinstance(r, int) or isinstance(r, bool) for r in ranks):
+            raise ValueError("ProcessSet should be initialized with a list of process ranks")
+        self.ranks: Optional[List[int]] = ranks
         self.process_set_id: Optional[int] = None
+        self.mpi_comm = None
 
     def _bind(self, ranks: List[int]) -> None:
         self.ranks = ranks
         self.process_set_id = 0
 
+    def _invalidate(self) -> None:
+        self.process_set_id = None
+
     def is_global(self) -> bool:
         return self.process_set_id == 0 or self is global_process_set
 
     def size(self) -> Optional[int]:
+        """The number of ranks in the set; None until it is added."""
         if self.is_global():
             return size()
-        return None if self.ranks is None else len(self.ranks)
+        if self.process_set_id is None or self.process_set_id not in _sets:
+            return None
+        return len(_sets[self.process_set_id][0])
 
     def rank(self) -> Optional[int]:
+        """This process's rank within the set (-1 outside it); None until it is added."""
         if self.is_global():
             return rank()
+        if self.process_set_id is None or self.process_set_id not in _sets:
+            return None
+        ranks = _sets[self.process_set_id][0]
         r = rank()
-        return self.ranks.index(r) if self.ranks and r in self.ranks else None
+        return ranks.index(r) if r in ranks else -1
 
     def included(self) -> Optional[bool]:
-        return True if self.is_global() else (self.ranks is not None and rank() in self.ranks)
+        """Whether this process is one of the set's ranks."""
+        if self.is_global():
+            return True
+        return None if self.ranks is None else rank() in self.ranks
 
     def __str__(self) -> str:
-        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks}, mpi_comm=None)"
+
+    __repr__ = __str__
 
 
 global_process_set = ProcessSet()
 global_process_set.process_set_id = 0
 
+# The sets added: id -> (ranks, the set's Communicator on its members, None
+# elsewhere). Every rank holds every set, so ids are the same everywhere.
+_sets: Dict[int, Tuple[List[int], Any]] = {}
 
-def _unimplemented_process_sets(what: str) -> NotImplementedError:
-    return NotImplementedError(f"{what}: process sets other than the global one are not implemented by "
-                               f"Ringmaster yet")
+
+def _id_of_ranks(ranks: List[int]) -> Optional[int]:
+    if ranks == list(range(size())):
+        return 0
+    for sid, (known, _) in _sets.items():
+        if known == ranks:
+            return sid
+    return None
+
+
+def _add(ps: "ProcessSet") -> "ProcessSet":
+    assert ps.ranks is not None
+    sid = 1
+    while sid in _sets:  # the lowest free id, as Horovod reuses them
+        sid += 1
+    comm = _comm().add_process_set(ps.ranks, sid)  # collective: every rank, same ranks
+    _sets[sid] = (list(ps.ranks), comm)
+    ps.process_set_id = sid
+    return ps
+
+
+def _get_process_set_ids_and_ranks() -> Dict[int, List[int]]:
+    """{id: ranks} of every process set, the global one (0) included."""
+    out = {0: list(range(size()))}
+    out.update({sid: list(ranks) for sid, (ranks, _) in sorted(_sets.items())})
+    return out
+
+
+def _process_set_size(process_set_id: int) -> int:
+    return size() if process_set_id == 0 else len(_sets[process_set_id][0])
+
+
+def _process_set_rank(process_set_id: int) -> int:
+    if process_set_id == 0:
+        return rank()
+    ranks = _sets[process_set_id][0]
+    return ranks.index(rank()) if rank() in ranks else -1
+
+
+def _process_set_included(process_set_id: int) -> bool:
+    return process_set_id == 0 or rank() in _sets[process_set_id][0]
 
 
 def add_process_set(process_set: Any) -> ProcessSet:
-    raise _unimplemented_process_sets("add_process_set")
+    """Adds a process set (a ProcessSet or a list of ranks) and returns it.
+
+    Collective: every rank of the group calls it, with the same ranks, in the
+    same order. A set with the same ranks as one already added (or as the
+    whole group) raises ValueError, as Horovod."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.ranks is None:
+        raise ValueError("add_process_set: the process set has no ranks")
+    if _id_of_ranks(process_set.ranks) is not None:
+        raise ValueError(f"Attempted to add a duplicate process set: {process_set}")
+    return _add(process_set)
 
 
 def remove_process_set(process_set: ProcessSet) -> bool:
-    if isinstance(process_set, ProcessSet) and process_set.is_global():
-        raise ValueError("remove_process_set: the global process set cannot be removed")
-    raise _unimplemented_process_sets("remove_process_set")
+    """Removes a process set added before and invalidates it; False for the
+    global set or a set that was never added. Every rank calls it."""
+    sid = getattr(process_set, "process_set_id", None)
+    if sid is None or sid == 0 or sid not in _sets:
+        return False
+    _, comm = _sets.pop(sid)
+    if comm is not None:
+        comm.close()
+    process_set._invalidate()
+    return True
 
 
-def check_process_set(process_set: Any) -> None:
-    if not (isinstance(process_set, ProcessSet) and process_set.is_global()):
-        raise _unimplemented_process_sets("process_set")
+def check_process_set(process_set: Any) -> int:
+    """The id to pass to the op: ValueError for anything but a ProcessSet
+    this process added (Horovod's error for an unknown set)."""
+    if not isinstance(process_set, ProcessSet):
+        raise ValueError(f"process_set: expected a ProcessSet, got {process_set!r}")
+    if process_set.is_global():
+        return 0
+    sid = process_set.process_set_id
+    if sid is None or sid not in _sets:
+        raise ValueError(f"process_set: {process_set} was not added (init(process_sets=...) or "
+                         f"add_process_set()), or it was removed")
+    return int(sid)
+
+
+def root_in_set(root_rank: int, process_set_id: int) -> int:
+    """A global root rank as the set's own rank (Horovod's root_rank is
+    global even in a process set). A rank outside the set passes -1: the op
+    then refuses it, naming the argument."""
+    if process_set_id == 0:
+        return int(root_rank)
+    ranks = _sets[process_set_id][0]
+    return ranks.index(int(root_rank)) if int(root_rank) in ranks else -1

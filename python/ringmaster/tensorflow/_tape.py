@@ -55,6 +55,8 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     _check_groups(groups)
+    if not process_set.included():
+        return list(grads)  # a rank outside the process set keeps its own gradients (Horovod's rule)
     # Average split as Horovod does: 1/f before the sum, f/size after.
     pre, post = (1.0 / gradient_predivide_factor, gradient_predivide_factor) if op == Average else (1.0, 1.0)
     grads = list(grads)
@@ -134,7 +136,8 @@ class DistributedGradientTape:
             out[i] = g
         if self._scale_local_gradients and self._local_sources:
             # A local gradient divided by the size, as the averaged ones are.
-            n = size()
+            ps = self._kwargs.get("process_set")
+            n = ps.size() if ps is not None and ps.size() else size()
             for i, s in enumerate(flat_sources):
                 if _key(s) in self._local_sources and out[i] is not None:
                     out[i] = out[i] / tf.cast(n, out[i].dtype)

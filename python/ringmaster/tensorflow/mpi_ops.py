@@ -21,13 +21,13 @@ import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before 
 import tensorflow as tf
 from tensorflow.python.framework import ops as _tf_ops
 
-from . import _build
+from . import _basics, _build
 from ._basics import (Average, Sum, Adasum, Min, Max, Product, ProcessSet, add_process_set, ccl_built,  # noqa: F401
                       check_process_set, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
                       gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
                       is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
-                      nccl_built, rank, reduce_op_value, remove_process_set, rocm_built, shutdown, size,
-                      start_timeline, stop_timeline)
+                      nccl_built, rank, reduce_op_value, remove_process_set, rocm_built, root_in_set, shutdown,
+                      size, start_timeline, stop_timeline)
 
 _ops = _build.load()  # builds on the first import (cached), then tf.load_op_library
 
@@ -85,17 +85,27 @@ def _issue(make_op: Callable[[], Any]) -> Any:
 
 
 def _list_op(tensors: Sequence[Any], process_set: ProcessSet, name: Optional[str], what: str,
-             make: Callable[[List[tf.Tensor], Optional[str]], Any]) -> List[tf.Tensor]:
-    """One op over a list of tensors (none: no op): the process set checked,
-    a graph name derived from the tensors', issued after the graph's
-    previous Ringmaster op."""
-    check_process_set(process_set)
+             make: Callable[[List[tf.Tensor], Optional[str], int], Any]) -> List[tf.Tensor]:
+    """One op over a list of tensors (none: no op): the process set checked
+    (make gets its id), a graph name derived from the tensors', issued after
+    the graph's previous Ringmaster op."""
+    set_id = check_process_set(process_set)
     ts = [tf.convert_to_tensor(v) for v in tensors]
     if not ts:
         return []
     name = _op_name(name, lambda: f"Ringmaster{what}_{ts[0].name}" if len(ts) == 1 else
                     f"RingmasterGrouped{what}_{ts[0].name}_{ts[-1].name}")
-    return list(_issue(lambda: make(ts, name)))
+    return list(_issue(lambda: make(ts, name, set_id)))
+
+
+def _set_of(op: Any) -> ProcessSet:
+    """The process set an op of ours ran in (its gradient runs in the same)."""
+    set_id = op.get_attr("process_set_id")
+    if set_id == 0:
+        return global_process_set
+    ps = ProcessSet(_basics._sets[set_id][0])
+    ps.process_set_id = set_id
+    return ps
 
 
 def assign(variable: Any, value: Any) -> Any:
@@ -113,8 +123,8 @@ def _grouped_allreduce(tensors: Sequence[Any], name: Optional[str] = None, op: i
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
     """One op for the list (the engine packs it by bytes_per_pack)."""
-    return _list_op(tensors, process_set, name, "Allreduce", lambda ts, name: _ops.ringmaster_all_reduce(
-        ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+    return _list_op(tensors, process_set, name, "Allreduce", lambda ts, name, set_id: _ops.ringmaster_all_reduce(
+        ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
         ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
@@ -130,8 +140,8 @@ def grouped_allgather(tensors: Sequence[Any], name: Optional[str] = None, ignore
                       process_set: ProcessSet = global_process_set, options: Any = None) -> List[tf.Tensor]:
     """Concatenates every rank's tensors along the first dimension, which may
     differ per rank (the other dimensions may not)."""
-    return _list_op(tensors, process_set, name, "Allgather", lambda ts, name: _ops.ringmaster_all_gather(
-        ts, ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
+    return _list_op(tensors, process_set, name, "Allgather", lambda ts, name, set_id: _ops.ringmaster_all_gather(
+        ts, process_set_id=set_id, ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
 def allgather(tensor: Any, name: Optional[str] = None, ignore_name_scope: bool = False,
@@ -147,8 +157,8 @@ def allgather(tensor: Any, name: Optional[str] = None, ignore_name_scope: bool =
 def _grouped_broadcast(tensors: Sequence[Any], root_rank: int, name: Optional[str] = None,
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
-    return _list_op(tensors, process_set, name, "Broadcast", lambda ts, name: _ops.ringmaster_broadcast(
-        ts, root_rank=int(root_rank), ignore_name_scope=bool(ignore_name_scope), name=name,
+    return _list_op(tensors, process_set, name, "Broadcast", lambda ts, name, set_id: _ops.ringmaster_broadcast(
+        ts, root_rank=root_in_set(root_rank, set_id), process_set_id=set_id, ignore_name_scope=bool(ignore_name_scope), name=name,
         **_option_attrs(options)))
 
 
@@ -182,12 +192,13 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
     in order; without ``splits`` the first dimension is split equally.
     Returns the rows received, concatenated in rank order, and, when
     ``splits`` was given, how many came from each rank."""
-    check_process_set(process_set)
+    set_id = check_process_set(process_set)
     t = tf.convert_to_tensor(tensor)
     s = tf.constant([], dtype=tf.int32) if splits is None else tf.cast(tf.convert_to_tensor(splits), tf.int32)
     name = _op_name(name, lambda: f"RingmasterAlltoall_{t.name}")
     output, received = _issue(lambda: _ops.ringmaster_all_to_all(
-        t, s, ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
+        t, s, process_set_id=set_id, ignore_name_scope=bool(ignore_name_scope), name=name,
+        **_option_attrs(options)))
     return (output, received) if splits is not None else output
 
 
@@ -200,7 +211,7 @@ def sparse_allreduce(tensor: tf.IndexedSlices, op: int, process_set: ProcessSet 
     indices = allgather(tensor.indices, process_set=process_set, ignore_name_scope=ignore_name_scope,
                         options=options)
     if op == Average:
-        values = values / tf.cast(size(), values.dtype)
+        values = values / tf.cast(_set_size(process_set), values.dtype)
     return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
 
 
@@ -208,8 +219,8 @@ def _grouped_reducescatter(tensors: Sequence[Any], name: Optional[str] = None, o
                            ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                            prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                            options: Any = None) -> List[tf.Tensor]:
-    return _list_op(tensors, process_set, name, "Reducescatter", lambda ts, name: _ops.ringmaster_reduce_scatter(
-        ts, reduce_op=int(op), prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
+    return _list_op(tensors, process_set, name, "Reducescatter", lambda ts, name, set_id: _ops.ringmaster_reduce_scatter(
+        ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
         ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
 
 
@@ -232,14 +243,13 @@ def join(options: Any = None) -> tf.Tensor:
 
 def barrier(process_set: ProcessSet = global_process_set, options: Any = None) -> Any:
     """Returns once every rank has entered it."""
-    check_process_set(process_set)
-    return _issue(lambda: _ops.ringmaster_barrier(**_option_attrs(options)))
+    set_id = check_process_set(process_set)
+    return _issue(lambda: _ops.ringmaster_barrier(process_set_id=set_id, **_option_attrs(options)))
 
 
 def size_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
-    if process_set_id != 0:
-        raise NotImplementedError("size_op: process sets other than the global one are not implemented yet")
-    return tf.constant(size(), dtype=tf.int32, name=name)
+    """The size of the group, or of process set ``process_set_id``."""
+    return tf.constant(_basics._process_set_size(int(process_set_id)), dtype=tf.int32, name=name)
 
 
 def local_size_op(name: Optional[str] = None) -> tf.Tensor:
@@ -255,10 +265,12 @@ def local_rank_op(name: Optional[str] = None) -> tf.Tensor:
 
 
 def process_set_included_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
-    if process_set_id != 0:
-        raise NotImplementedError("process_set_included_op: process sets other than the global one are not "
-                                  "implemented yet")
-    return tf.constant(1, dtype=tf.int32, name=name)
+    """1 if this rank is in process set ``process_set_id``, else 0."""
+    return tf.constant(int(_basics._process_set_included(int(process_set_id))), dtype=tf.int32, name=name)
+
+
+def _set_size(process_set: ProcessSet) -> int:
+    return _basics._process_set_size(check_process_set(process_set))
 
 
 # ------------------------------------------------------------ gradients
@@ -273,31 +285,33 @@ def _allreduce_grad(op: Any, *grads: Any) -> List[Any]:
     """The gradient of an all-reduce is the same all-reduce of the gradients."""
     return _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=op.get_attr("reduce_op"),
                               prescale_factor=op.get_attr("prescale_factor"),
-                              postscale_factor=op.get_attr("postscale_factor"))
+                              postscale_factor=op.get_attr("postscale_factor"), process_set=_set_of(op))
 
 
-def _first_dims(inputs: Sequence[Any]) -> List[tf.Tensor]:
+def _first_dims(inputs: Sequence[Any], process_set: ProcessSet) -> List[tf.Tensor]:
     """Every rank's first dimension of each input, as a [size] vector each."""
     dims = [tf.reshape(tf.shape(x, out_type=tf.int64)[0], [1]) for x in inputs]
-    return grouped_allgather(dims)
+    return grouped_allgather(dims, process_set=process_set)
 
 
 @_tf_ops.RegisterGradient("RingmasterAllGather")
 def _allgather_grad(op: Any, *grads: Any) -> List[Any]:
     """Each rank's slice of the averaged gradient (Horovod's rule)."""
-    reduced = [_allreduce(g, op=Average) for g in _zeros_for_none(grads, op.outputs)]
-    me = rank()
-    n = size()
+    ps = _set_of(op)
+    reduced = [_allreduce(g, op=Average, process_set=ps) for g in _zeros_for_none(grads, op.outputs)]
+    me = _basics._process_set_rank(ps.process_set_id)
+    n = _basics._process_set_size(ps.process_set_id)
     return [tf.split(g, num_or_size_splits=tf.reshape(d, [n]), num=n, axis=0)[me]
-            for g, d in zip(reduced, _first_dims(op.inputs))]
+            for g, d in zip(reduced, _first_dims(op.inputs, ps))]
 
 
 @_tf_ops.RegisterGradient("RingmasterBroadcast")
 def _broadcast_grad(op: Any, *grads: Any) -> List[Any]:
     """The averaged gradient on the root; zero elsewhere (no other rank's
     input reached the output)."""
-    reduced = _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=Average)
-    if rank() != op.get_attr("root_rank"):
+    ps = _set_of(op)
+    reduced = _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=Average, process_set=ps)
+    if _basics._process_set_rank(ps.process_set_id) != op.get_attr("root_rank"):  # the set's own rank
         return [g * 0 for g in reduced]
     return reduced
 
@@ -306,7 +320,7 @@ def _broadcast_grad(op: Any, *grads: Any) -> List[Any]:
 def _alltoall_grad(op: Any, grad: Any, _received_splits_grad: Any) -> List[Any]:
     """The rows go back where they came from."""
     grad = tf.zeros_like(op.outputs[0]) if grad is None else grad
-    back, _ = alltoall(grad, splits=op.outputs[1])
+    back, _ = alltoall(grad, splits=op.outputs[1], process_set=_set_of(op))
     return [back, None]
 
 
@@ -315,12 +329,13 @@ def _reducescatter_grad(op: Any, *grads: Any) -> List[Any]:
     """Every rank's share gathered back, scaled as the forward pass was."""
     grads = _zeros_for_none(grads, op.outputs)
     factor = 1.0
+    ps = _set_of(op)
     if op.get_attr("reduce_op") == Sum:
-        factor *= size()
+        factor *= _basics._process_set_size(ps.process_set_id)
     factor *= op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
     if factor != 1.0:
         grads = [g * tf.cast(factor, g.dtype) for g in grads]
-    return grouped_allgather(grads)
+    return grouped_allgather(grads, process_set=ps)
 
 
 _tf_ops.NotDifferentiable("RingmasterBarrier")

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import ringmaster.tensorflow as hvd
+from ringmaster import FailedPreconditionError
 
 hvd.init()
 R, N = hvd.rank(), hvd.size()
@@ -340,12 +341,116 @@ def test_join_and_barrier():
     hvd.barrier()
 
 
-def test_process_sets_are_named_as_not_implemented():
-    assert hvd.global_process_set.size() == N and hvd.global_process_set.included()
-    with pytest.raises(NotImplementedError, match="process sets"):
-        hvd.add_process_set([0])
-    with pytest.raises(NotImplementedError, match="process sets"):
-        hvd.allreduce(tf.ones([1]), process_set=hvd.ProcessSet([0]))
+# ---------------------------------------------------------- process sets
+
+
+@pytest.fixture
+def sets():
+    """The even and the odd ranks as process sets (added by every rank),
+    removed afterwards; at N = 2 the odd set is rank 1 alone."""
+    even = hvd.add_process_set(list(range(0, N, 2)))
+    odd = hvd.add_process_set(hvd.ProcessSet(range(1, N, 2)))
+    yield even, odd
+    assert hvd.remove_process_set(even) and hvd.remove_process_set(odd)
+
+
+def mine(sets):
+    even, odd = sets
+    return even if R % 2 == 0 else odd
+
+
+def test_process_set_identity_and_registry(sets):
+    even, odd = sets
+    ps = mine(sets)
+    assert even.process_set_id != odd.process_set_id and 0 not in (even.process_set_id, odd.process_set_id)
+    assert ps.included() and ps.rank() == R // 2 and ps.size() == len(ps.ranks)
+    other = odd if ps is even else even
+    assert other.included() is False and other.rank() == -1
+    assert int(hvd.size_op(process_set_id=ps.process_set_id)) == ps.size()
+    assert int(hvd.process_set_included_op(process_set_id=other.process_set_id)) == 0
+    assert hvd.mpi_ops._basics._get_process_set_ids_and_ranks() == {
+        0: list(range(N)), even.process_set_id: even.ranks, odd.process_set_id: odd.ranks}
+    assert str(even) == f"ProcessSet(process_set_id={even.process_set_id}, ranks={even.ranks}, mpi_comm=None)"
+    # The same ranks again, or the whole group's: ValueError, as Horovod.
+    with pytest.raises(ValueError, match="duplicate"):
+        hvd.add_process_set(list(range(0, N, 2)))
+    with pytest.raises(ValueError, match="duplicate"):
+        hvd.add_process_set(range(N))
+    assert hvd.remove_process_set(hvd.global_process_set) is False
+
+
+@pytest.mark.parametrize("dtype", [tf.uint8, tf.int32, tf.float16, tf.float32], ids=lambda d: d.name)
+def test_collectives_in_a_process_set(run, sets, dtype):
+    ps = mine(sets)
+    members = ps.ranks
+    x = tf.constant(value_of(R, dtype))
+    summed = run(lambda: hvd.allreduce(x, op=hvd.Sum, process_set=ps))
+    want = np.sum([value_of(r, dtype).astype(np.int64 if dtype.is_integer else np.float64) for r in members], 0)
+    np.testing.assert_array_equal(summed, want.astype(dtype.as_numpy_dtype))
+    # All-gather: a first dimension per member, in the set's rank order.
+    g = run(lambda: hvd.allgather(tf.fill([R + 1, 2], tf.cast(R, dtype)), process_set=ps))
+    np.testing.assert_array_equal(g, np.concatenate([np.full([r + 1, 2], r) for r in members]).astype(
+        dtype.as_numpy_dtype))
+    # Broadcast: root_rank is a global rank, as in Horovod.
+    root = members[-1]
+    b = run(lambda: hvd.broadcast(tf.fill([5], tf.cast(R, dtype)), root, process_set=ps))
+    np.testing.assert_array_equal(b, np.full([5], root, dtype.as_numpy_dtype))
+    # Reduce-scatter over the set's size, and all-to-all between its members.
+    rows = 2 * len(members)
+    rs = run(lambda: hvd.reducescatter(tf.ones([rows, 3], dtype), op=hvd.Sum, process_set=ps))
+    np.testing.assert_array_equal(rs, np.full([2, 3], len(members), dtype.as_numpy_dtype))
+    a2a = run(lambda: hvd.alltoall(tf.fill([len(members), 1], tf.cast(R, dtype)), process_set=ps))
+    np.testing.assert_array_equal(a2a.ravel(), np.array(members, dtype.as_numpy_dtype))
+    hvd.barrier(process_set=ps)
+    # The whole group still works between the sets' collectives.
+    np.testing.assert_allclose(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), [N, N])
+
+
+def test_gradients_and_tape_in_a_process_set(sets):
+    even, _ = sets
+    x = tf.Variable([float(R)])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = hvd.allreduce(x * x, op=hvd.Average, process_set=mine(sets))
+    g = tape.gradient(y, x).numpy()
+    np.testing.assert_allclose(g, [2.0 * R])  # d(mean over the set of x^2)/dx, averaged back over the set
+    # DistributedGradientTape: members average over the set, others keep
+    # their own gradient (Horovod's rule).
+    v = tf.constant(float(R))
+    with tf.GradientTape() as t2:
+        t2.watch(v)
+        z = v * v
+    (dv,) = hvd.DistributedGradientTape(t2, process_set=even).gradient(z, [v])
+    want = 2.0 * np.mean(even.ranks) if even.included() else 2.0 * R
+    assert float(dv) == pytest.approx(want)
+
+
+def test_process_set_errors(sets):
+    even, odd = sets
+    other = odd if R % 2 == 0 else even
+    if N > 1 and other.ranks:
+        # A rank outside the set: InvalidArgumentError naming it, as Horovod.
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not one of its members"):
+            hvd.allreduce(tf.ones([4]), process_set=other)
+    fake = hvd.ProcessSet([0])
+    fake.process_set_id = 99
+    with pytest.raises(ValueError, match="was not added"):
+        hvd.allreduce(tf.ones([4]), process_set=fake)
+    # Members of one set whose shapes differ fail on every member of it.
+    ps = mine(sets)
+    if ps.size() > 1:
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            hvd.allreduce(tf.ones([3 + ps.rank()]), process_set=ps)
+    np.testing.assert_allclose(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), [N, N])
+
+
+def test_members_that_disagree_on_a_process_set_fail_everywhere():
+    if N < 2:
+        pytest.skip("needs two ranks")
+    with pytest.raises(FailedPreconditionError, match=r"disagree.*/job:"):
+        hvd.add_process_set([R])  # every rank a different set
+    assert hvd.mpi_ops._basics._get_process_set_ids_and_ranks() == {0: list(range(N))}
+    np.testing.assert_allclose(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), [N, N])
 
 
 def test_keras_is_an_attribute_without_a_second_import():

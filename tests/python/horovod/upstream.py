@@ -78,6 +78,8 @@ REWRITES: List[Tuple[str, str, str]] = [
      "Horovod-internal helper (not installed): harness shim"),
     (r"^(\s*)from\s+horovod\.runner\.util\.threads\s+import\s+", r"\1from _upstream_shim import ",
      "Horovod-internal helper (not installed): harness shim"),
+    (r"^(\s*)from\s+horovod\.runner\.common\.util\.env\s+import\s+", r"\1from _upstream_shim import ",
+     "Horovod-internal helper (not installed): harness shim"),
     # The examples' `import horovod` serves only horovod.run(...), on a path
     # (argv of 4) that launch.py never takes.
     (r"^(\s*)import\s+horovod\s*$", r"\1import _upstream_shim as horovod",
@@ -129,6 +131,14 @@ def in_thread(target, args=(), name=None, daemon=True, silent=False):
     t = threading.Thread(target=run, name=name, daemon=daemon)
     t.start()
     return t
+
+
+def get_env_rank_and_size():
+    """(rank, size) from the variables launch.py exports (horovodrun's), else None."""
+    for rank_var, size_var in (("HOROVOD_RANK", "HOROVOD_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")):
+        if rank_var in os.environ and size_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    return None
 
 
 def run(*args, **kwargs):
@@ -379,6 +389,14 @@ def member_command(test_file: Path, rundir: Path, selection: Sequence[str], extr
     return ["sh", "-c", script, str(rundir), *pytest_args]
 
 
+def _job_name(test_file: str, n: int) -> str:
+    """A job name within the 40 characters a DNS label of ours may have:
+    test_tensorflow_process_sets_dynamic.py, 3 -> hvd-tf-process-sets-dynamic-np3."""
+    stem = Path(test_file).stem.replace("test_", "", 1).replace("tensorflow", "tf").replace("_", "-")
+    suffix = f"-np{n}"
+    return ("hvd-" + stem)[:40 - len(suffix)].rstrip("-") + suffix
+
+
 def run_file(args, src: Path, stage_root: Path, name: str, n: int, junit_root: Path, deps: Optional[str]) -> FileRun:
     stage = stage_root / f"{Path(name).stem}-np{n}"
     test_file, notes = stage_tests(src, stage, name)
@@ -409,7 +427,7 @@ def run_file(args, src: Path, stage_root: Path, name: str, n: int, junit_root: P
         res = launch.run(member_command(test_file, rundir, sel_args, extra), n, chief=args.chief,
                          timeout_seconds=args.timeout_seconds, env=env, wall_timeout=args.wall_timeout,
                          cwd=str(par), echo=sys.stdout if args.verbose else None,
-                         name=f"hvd-{Path(name).stem.replace('_', '-')}-np{n}"[:50].rstrip("-"))
+                         name=_job_name(name, n))
         (rundir / "output.log").write_text(res.output)
         started_any: set = set()
         last_started: Dict[int, str] = {}

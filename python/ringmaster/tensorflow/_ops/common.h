@@ -41,22 +41,46 @@ inline absl::Status FromCode(int code, const std::string& message) {
   return absl::Status(static_cast<absl::StatusCode>(code), message.empty() ? "ringmaster: error" : message);
 }
 
-inline absl::Status LastError(int code) { return FromCode(code, rm_last_error()); }
+inline absl::Status LastError(int code) {
+  return FromCode(code, rm_last_error());
+}
 
 // TensorFlow's dtype -> the engine's (rm_dtype in ringmaster.h owns the values).
 inline absl::Status ToRmDtype(DataType dt, rm_dtype* out) {
   switch (dt) {
-    case tensorflow::DT_HALF: *out = RM_FLOAT16; break;
-    case tensorflow::DT_BFLOAT16: *out = RM_BFLOAT16; break;
-    case tensorflow::DT_FLOAT: *out = RM_FLOAT32; break;
-    case tensorflow::DT_DOUBLE: *out = RM_FLOAT64; break;
-    case tensorflow::DT_INT32: *out = RM_INT32; break;
-    case tensorflow::DT_INT64: *out = RM_INT64; break;
-    case tensorflow::DT_UINT8: *out = RM_UINT8; break;
-    case tensorflow::DT_INT8: *out = RM_INT8; break;
-    case tensorflow::DT_UINT16: *out = RM_UINT16; break;
-    case tensorflow::DT_INT16: *out = RM_INT16; break;
-    case tensorflow::DT_BOOL: *out = RM_BOOL; break;
+    case tensorflow::DT_HALF:
+      *out = RM_FLOAT16;
+      break;
+    case tensorflow::DT_BFLOAT16:
+      *out = RM_BFLOAT16;
+      break;
+    case tensorflow::DT_FLOAT:
+      *out = RM_FLOAT32;
+      break;
+    case tensorflow::DT_DOUBLE:
+      *out = RM_FLOAT64;
+      break;
+    case tensorflow::DT_INT32:
+      *out = RM_INT32;
+      break;
+    case tensorflow::DT_INT64:
+      *out = RM_INT64;
+      break;
+    case tensorflow::DT_UINT8:
+      *out = RM_UINT8;
+      break;
+    case tensorflow::DT_INT8:
+      *out = RM_INT8;
+      break;
+    case tensorflow::DT_UINT16:
+      *out = RM_UINT16;
+      break;
+    case tensorflow::DT_INT16:
+      *out = RM_INT16;
+      break;
+    case tensorflow::DT_BOOL:
+      *out = RM_BOOL;
+      break;
     default:
       return absl::InvalidArgumentError("ringmaster: unsupported dtype " + tensorflow::DataTypeString(dt));
   }
@@ -96,13 +120,25 @@ inline absl::Status ReadOptions(OpKernelConstruction* c, rm_options* o) {
 // Adasum 2, Min 3, Max 4, Product 5) -> the engine's.
 inline absl::Status ToRmReduceOp(int horovod_op, rm_reduce_op* out) {
   switch (horovod_op) {
-    case 0: *out = RM_MEAN; return absl::OkStatus();
-    case 1: *out = RM_SUM; return absl::OkStatus();
-    case 3: *out = RM_MIN; return absl::OkStatus();
-    case 4: *out = RM_MAX; return absl::OkStatus();
-    case 5: *out = RM_PRODUCT; return absl::OkStatus();
-    case 2: return absl::UnimplementedError("reduce_op: Adasum is not implemented by Ringmaster");
-    default: return absl::InvalidArgumentError("reduce_op: unknown value " + std::to_string(horovod_op));
+    case 0:
+      *out = RM_MEAN;
+      return absl::OkStatus();
+    case 1:
+      *out = RM_SUM;
+      return absl::OkStatus();
+    case 3:
+      *out = RM_MIN;
+      return absl::OkStatus();
+    case 4:
+      *out = RM_MAX;
+      return absl::OkStatus();
+    case 5:
+      *out = RM_PRODUCT;
+      return absl::OkStatus();
+    case 2:
+      return absl::UnimplementedError("reduce_op: Adasum is not implemented by Ringmaster");
+    default:
+      return absl::InvalidArgumentError("reduce_op: unknown value " + std::to_string(horovod_op));
   }
 }
 
@@ -118,16 +154,36 @@ void ScaleAs(const Tensor& src, Tensor* dst, double factor) {
 
 inline absl::Status Scale(const Tensor& src, Tensor* dst, double factor) {
   switch (src.dtype()) {
-    case tensorflow::DT_HALF: ScaleAs<Eigen::half, float>(src, dst, factor); break;
-    case tensorflow::DT_BFLOAT16: ScaleAs<tensorflow::bfloat16, float>(src, dst, factor); break;
-    case tensorflow::DT_FLOAT: ScaleAs<float, float>(src, dst, factor); break;
-    case tensorflow::DT_DOUBLE: ScaleAs<double, double>(src, dst, factor); break;
-    case tensorflow::DT_INT32: ScaleAs<int32_t, double>(src, dst, factor); break;
-    case tensorflow::DT_INT64: ScaleAs<int64_t, double>(src, dst, factor); break;
-    case tensorflow::DT_UINT8: ScaleAs<uint8_t, double>(src, dst, factor); break;
-    case tensorflow::DT_INT8: ScaleAs<int8_t, double>(src, dst, factor); break;
-    case tensorflow::DT_UINT16: ScaleAs<uint16_t, double>(src, dst, factor); break;
-    case tensorflow::DT_INT16: ScaleAs<int16_t, double>(src, dst, factor); break;
+    case tensorflow::DT_HALF:
+      ScaleAs<Eigen::half, float>(src, dst, factor);
+      break;
+    case tensorflow::DT_BFLOAT16:
+      ScaleAs<tensorflow::bfloat16, float>(src, dst, factor);
+      break;
+    case tensorflow::DT_FLOAT:
+      ScaleAs<float, float>(src, dst, factor);
+      break;
+    case tensorflow::DT_DOUBLE:
+      ScaleAs<double, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_INT32:
+      ScaleAs<int32_t, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_INT64:
+      ScaleAs<int64_t, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_UINT8:
+      ScaleAs<uint8_t, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_INT8:
+      ScaleAs<int8_t, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_UINT16:
+      ScaleAs<uint16_t, double>(src, dst, factor);
+      break;
+    case tensorflow::DT_INT16:
+      ScaleAs<int16_t, double>(src, dst, factor);
+      break;
     default:
       return absl::InvalidArgumentError("prescale_factor/postscale_factor: cannot scale a " +
                                         tensorflow::DataTypeString(src.dtype()) + " tensor");
@@ -137,17 +193,32 @@ inline absl::Status Scale(const Tensor& src, Tensor* dst, double factor) {
 
 // ------------------------------------------------------------ agreement
 
-enum class Kind : int64_t { kAllReduce = 1, kBroadcast, kAllGather, kAllToAll, kReduceScatter, kBarrier, kJoin };
+enum class Kind : int64_t {
+  kAllReduce = 1,
+  kBroadcast,
+  kAllGather,
+  kAllToAll,
+  kReduceScatter,
+  kBarrier,
+  kJoin
+};
 
 inline const char* KindName(int64_t k) {
   switch (static_cast<Kind>(k)) {
-    case Kind::kAllReduce: return "allreduce";
-    case Kind::kBroadcast: return "broadcast";
-    case Kind::kAllGather: return "allgather";
-    case Kind::kAllToAll: return "alltoall";
-    case Kind::kReduceScatter: return "reducescatter";
-    case Kind::kBarrier: return "barrier";
-    case Kind::kJoin: return "join";
+    case Kind::kAllReduce:
+      return "allreduce";
+    case Kind::kBroadcast:
+      return "broadcast";
+    case Kind::kAllGather:
+      return "allgather";
+    case Kind::kAllToAll:
+      return "alltoall";
+    case Kind::kReduceScatter:
+      return "reducescatter";
+    case Kind::kBarrier:
+      return "barrier";
+    case Kind::kJoin:
+      return "join";
   }
   return "unknown collective";
 }
@@ -163,13 +234,27 @@ struct Proposal {
   int64_t digest = 0;       // dtypes and shapes of every tensor
   int64_t tail_digest = 0;  // the same without each first dimension
   int64_t prescale_bits = 0, postscale_bits = 0;
-  int64_t local_error = 0;  // this member's own InvalidArgument etc.: its code
+  int64_t local_error = 0;         // this member's own InvalidArgument etc.: its code
   int64_t dtype0 = 0, ndims0 = 0;  // tensor 0, for the message
   int64_t dims0[kMaxDims] = {};
 
   void Pack(int64_t* w) const {
-    int64_t head[16] = {kind, reduce_op, root, tensors, digest, tail_digest, prescale_bits, postscale_bits,
-                        local_error, dtype0, ndims0, 0, 0, 0, 0, 0};
+    int64_t head[16] = {kind,
+                        reduce_op,
+                        root,
+                        tensors,
+                        digest,
+                        tail_digest,
+                        prescale_bits,
+                        postscale_bits,
+                        local_error,
+                        dtype0,
+                        ndims0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0};
     std::memcpy(w, head, sizeof(head));
     std::memcpy(w + 16, dims0, sizeof(dims0));
   }
@@ -216,7 +301,8 @@ inline Proposal Propose(Kind kind, const std::vector<const Tensor*>& tensors) {
   if (!tensors.empty()) {
     p.dtype0 = tensors[0]->dtype();
     p.ndims0 = tensors[0]->dims();
-    for (int d = 0; d < tensors[0]->dims() && d < Proposal::kMaxDims; ++d) p.dims0[d] = tensors[0]->dim_size(d);
+    for (int d = 0; d < tensors[0]->dims() && d < Proposal::kMaxDims; ++d)
+      p.dims0[d] = tensors[0]->dim_size(d);
   }
   return p;
 }
@@ -244,7 +330,8 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
   const char* what = KindName(mine.kind);
   auto list = [&](auto describe) {
     std::string s;
-    for (size_t r = 0; r < all.size(); ++r) s += (r ? ", " : "") + Member(comm, int(r)) + " " + describe(all[r]);
+    for (size_t r = 0; r < all.size(); ++r)
+      s += (r ? ", " : "") + Member(comm, int(r)) + " " + describe(all[r]);
     return s;
   };
   for (size_t r = 0; r < all.size(); ++r) {
@@ -286,9 +373,9 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
           list([](const Proposal& q) { return std::to_string(q.reduce_op); }));
     }
     if (p.root != mine.root) {
-      return absl::FailedPreconditionError(
-          std::string("ringmaster ") + what + ": mismatched root ranks across members: " +
-          list([](const Proposal& q) { return std::to_string(q.root); }));
+      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
+                                           ": mismatched root ranks across members: " +
+                                           list([](const Proposal& q) { return std::to_string(q.root); }));
     }
     if (p.prescale_bits != mine.prescale_bits || p.postscale_bits != mine.postscale_bits) {
       return absl::FailedPreconditionError(std::string("ringmaster ") + what +
@@ -321,7 +408,8 @@ inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Stat
   TF_RETURN_IF_ERROR(GatherWords(comm, words, Proposal::kWords, options, &all_words));
   if (!local.ok()) return local;
   std::vector<Proposal> all;
-  for (int r = 0; r < rm_size(comm); ++r) all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
+  for (int r = 0; r < rm_size(comm); ++r)
+    all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
   return Judge(comm, all, rm_rank(comm));
 }
 
@@ -331,21 +419,34 @@ inline absl::Status Communicator(rm_communicator** comm) {
   return absl::OkStatus();
 }
 
+// The communicator of process set `id` (0: the whole group), as the Python
+// package registered it (rm_set_process_set_communicator). Python refuses
+// ids it never added (ValueError, as Horovod); a registered set this process
+// is not a member of has no communicator here: InvalidArgument, as Horovod.
+inline absl::Status Communicator(int id, rm_communicator** comm) {
+  if (id == 0) return Communicator(comm);
+  if (rm_default_communicator() == nullptr) return absl::FailedPreconditionError(kNoCommunicator);
+  *comm = rm_process_set_communicator(id);
+  if (*comm == nullptr) {
+    const char* me = rm_task_name(rm_default_communicator(), rm_rank(rm_default_communicator()));
+    return absl::InvalidArgumentError("process set " + std::to_string(id) + ": " +
+                                      (me ? me : "this process") + " is not one of its members");
+  }
+  return absl::OkStatus();
+}
+
 // The common attributes of every collective op.
-#define RINGMASTER_OPTION_ATTRS                 \
-  Attr("bytes_per_pack: int = 0")               \
-      .Attr("timeout_seconds: float = -1")      \
-      .Attr("implementation: int = 0")          \
-      .Attr("process_set_id: int = 0")          \
+#define RINGMASTER_OPTION_ATTRS            \
+  Attr("bytes_per_pack: int = 0")          \
+      .Attr("timeout_seconds: float = -1") \
+      .Attr("implementation: int = 0")     \
+      .Attr("process_set_id: int = 0")     \
       .Attr("ignore_name_scope: bool = false")
 
-// Process sets other than the global one are not implemented yet.
-inline absl::Status CheckProcessSet(OpKernelConstruction* c) {
-  int id = 0;
-  TF_RETURN_IF_ERROR(c->GetAttr("process_set_id", &id));
-  if (id != 0)
-    return absl::UnimplementedError("process_set_id " + std::to_string(id) +
-                                    ": Ringmaster supports only the global process set (0) so far");
+// The op's process set (its "process_set_id" attribute; 0: the whole group).
+inline absl::Status ReadProcessSet(OpKernelConstruction* c, int* id) {
+  TF_RETURN_IF_ERROR(c->GetAttr("process_set_id", id));
+  if (*id < 0) return absl::InvalidArgumentError("process_set_id: must be >= 0, got " + std::to_string(*id));
   return absl::OkStatus();
 }
 

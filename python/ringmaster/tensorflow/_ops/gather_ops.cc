@@ -65,11 +65,12 @@ class CollectiveKernel : public OpKernel {
  public:
   explicit CollectiveKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
-    OP_REQUIRES_OK(c, CheckProcessSet(c));
+    OP_REQUIRES_OK(c, ReadProcessSet(c, &process_set_id_));
   }
 
  protected:
   rm_options options_;
+  int process_set_id_ = 0;
 };
 
 class AllGatherOp : public CollectiveKernel {
@@ -78,7 +79,7 @@ class AllGatherOp : public CollectiveKernel {
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK(ctx, Communicator(&comm));
+    OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     auto ins = AllInputs(ctx);
     OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kAllGather, ins), NotScalar("allgather", ins), options_));
     const int n = rm_size(comm);
@@ -110,7 +111,7 @@ class AllToAllOp : public CollectiveKernel {
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK(ctx, Communicator(&comm));
+    OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     const int n = rm_size(comm), me = rm_rank(comm);
     const Tensor& in = ctx->input(0);
     const Tensor& splits_in = ctx->input(1);
@@ -176,7 +177,7 @@ class ReduceScatterOp : public CollectiveKernel {
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK(ctx, Communicator(&comm));
+    OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     const int n = rm_size(comm), me = rm_rank(comm);
     auto ins = AllInputs(ctx);
     rm_reduce_op op = RM_SUM;
@@ -220,7 +221,7 @@ class SyncOp : public CollectiveKernel {
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK(ctx, Communicator(&comm));
+    OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     OP_REQUIRES_OK(ctx, Agree(comm, Propose(kind_, {}), absl::OkStatus(), options_));
     if (kind_ == Kind::kJoin) {
       Tensor* out = nullptr;

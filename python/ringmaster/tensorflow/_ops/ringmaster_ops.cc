@@ -86,12 +86,12 @@ class AllReduceOp : public AsyncOpKernel {
     OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale_));
     OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
-    OP_REQUIRES_OK(c, CheckProcessSet(c));
+    OP_REQUIRES_OK(c, ReadProcessSet(c, &process_set_id_));
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, Communicator(&comm), done);
+    OP_REQUIRES_OK_ASYNC(ctx, Communicator(process_set_id_, &comm), done);
     rm_reduce_op op = RM_SUM;
     Proposal mine = Propose(Kind::kAllReduce, Inputs(ctx));
     mine.reduce_op = horovod_op_;
@@ -164,6 +164,7 @@ class AllReduceOp : public AsyncOpKernel {
   int horovod_op_ = 1;
   float prescale_ = 1.f, postscale_ = 1.f;
   rm_options options_;
+  int process_set_id_ = 0;
 };
 
 class BroadcastOp : public OpKernel {
@@ -171,12 +172,12 @@ class BroadcastOp : public OpKernel {
   explicit BroadcastOp(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("root_rank", &root_));
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
-    OP_REQUIRES_OK(c, CheckProcessSet(c));
+    OP_REQUIRES_OK(c, ReadProcessSet(c, &process_set_id_));
   }
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
-    OP_REQUIRES_OK(ctx, Communicator(&comm));
+    OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     const int size = rm_size(comm);
     absl::Status local = absl::OkStatus();
     if (root_ < 0 || root_ >= size)
@@ -194,6 +195,7 @@ class BroadcastOp : public OpKernel {
  private:
   int root_ = 0;
   rm_options options_;
+  int process_set_id_ = 0;
 };
 
 REGISTER_OP("RingmasterAllReduce")

@@ -137,6 +137,8 @@ def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gr
 
     def allreduce_grads(grads: List[Any], variables: Optional[List[Any]] = None) -> List[Any]:
         grads = list(grads)
+        if process_set is not None and hasattr(process_set, "included") and process_set.included() is False:
+            return grads  # a rank outside the process set keeps its own gradients (Horovod's rule)
         if sparse_as_dense:
             grads = [_dense(g) if g is not None else None for g in grads]
         if groups is None:
