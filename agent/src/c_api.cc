@@ -107,6 +107,17 @@ int rm_process_set_add(rm_communicator* comm, int id, const int* ranks, size_t n
   return Report(ringmaster::OkStatus());
 }
 
+int rm_start_timeline(rm_communicator* comm, const char* path) {
+  if (!comm) return NullComm();
+  if (!path) return Report(ringmaster::InvalidArgumentError("path is NULL"));
+  return Report(comm->comm->StartTimeline(path));
+}
+
+int rm_stop_timeline(rm_communicator* comm) {
+  if (!comm) return NullComm();
+  return Report(comm->comm->StopTimeline());
+}
+
 int rm_process_set_id(const rm_communicator* comm) {
   return comm ? comm->comm->process_set_id() : -1;
 }

@@ -31,6 +31,13 @@ StatusOr<std::unique_ptr<Communicator>> Communicator::AddProcessSet(int id, std:
   return std::unique_ptr<Communicator>(new Communicator(std::move(*impl)));
 }
 
+Status Communicator::StartTimeline(const std::string& path) {
+  return impl_->StartTimeline(path);
+}
+Status Communicator::StopTimeline() {
+  return impl_->StopTimeline();
+}
+
 int Communicator::process_set_id() const {
   return impl_->process_set_id();
 }

@@ -13,6 +13,7 @@
 #include "subgroup.h"
 #include "tcp_transport.h"
 #include "terminate.h"
+#include "timeline.h"
 
 namespace ringmaster::internal {
 
@@ -32,6 +33,8 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
     hosts_.push_back(SplitHostPort(m.address, &host, &port).ok() ? host : m.address);
   }
   gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
+  set_recorder_ =
+      std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)));
 }
 
 CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector<int> members)
@@ -227,8 +230,7 @@ Status CommunicatorImpl::Form() {
     set_transport.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
   }
   Executor::Options set_options;
-  set_options.recorder =
-      std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings_.flight_recorder_size)));
+  set_options.recorder = set_recorder_;
   set_options.exchange = false;
   auto set_executor = std::make_shared<Executor>(group, std::move(set_transport), std::move(set_options));
   group->StartMonitor();
@@ -263,6 +265,30 @@ void CommunicatorImpl::Stop(bool destroyed) {
   ex->Stop();
   if (set_ex) set_ex->Stop();
   ex->group()->Close(/*goodbye=*/destroyed);
+}
+
+Status CommunicatorImpl::StartTimeline(const std::string& path) {
+  if (parent_) return parent_->StartTimeline(path);
+  auto t = Timeline::Open(path, rank_, names_[rank_]);
+  if (!t.ok()) return t.status();
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  if (timeline_) (void)timeline_->Close();
+  timeline_ = *t;
+  recorder_->SetTimeline(timeline_, 0);
+  set_recorder_->SetTimeline(timeline_, 1);
+  return OkStatus();
+}
+
+Status CommunicatorImpl::StopTimeline() {
+  if (parent_) return parent_->StopTimeline();
+  std::shared_ptr<Timeline> t;
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    t = std::move(timeline_);
+    recorder_->SetTimeline(nullptr, 0);
+    set_recorder_->SetTimeline(nullptr, 1);
+  }
+  return t ? t->Close() : OkStatus();
 }
 
 Status CommunicatorImpl::Health() {

@@ -22,6 +22,7 @@ class Server;
 namespace ringmaster::internal {
 
 class AgentService;
+class Timeline;
 class GpuBackend;
 
 class CommunicatorImpl {
@@ -40,6 +41,12 @@ class CommunicatorImpl {
   // communicator, the others null.
   StatusOr<std::unique_ptr<CommunicatorImpl>> AddProcessSet(int id, std::span<const int> ranks);
   int process_set_id() const { return set_id_; }
+
+  // The timeline (timeline.h): every collective of this member, the process
+  // sets' included, from now until StopTimeline, into `path`. Starting again
+  // closes the previous file first. A process set's call is its group's.
+  Status StartTimeline(const std::string& path);
+  Status StopTimeline();
 
   Status Start();  // control service + first formation
   Status Reform();
@@ -99,6 +106,9 @@ class CommunicatorImpl {
   // its own per pair (so a set's collectives never queue behind the whole
   // group's), its own flight recorder.
   std::shared_ptr<Executor> set_executor_;
+  std::shared_ptr<FlightRecorder> set_recorder_;  // the set executor's, across formations
+  std::mutex timeline_mu_;
+  std::shared_ptr<Timeline> timeline_;
   CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group
   int set_id_ = 0;
   std::vector<int> members_;  // a process set's formation ranks

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "timeline.h"
+
 namespace ringmaster::internal {
 
 namespace {
@@ -88,14 +90,31 @@ void FlightRecorder::Started(uint64_t seq) {
 
 void FlightRecorder::Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from) {
   const int64_t now = UnixMicros();
-  std::lock_guard<SpinLock> lock(mu_);
-  if (FlightEntry* e = Find(seq)) {
-    e->progress = outcome == StatusCode::kOk ? Progress::kFinished : Progress::kFailed;
-    e->outcome = outcome;
-    e->heard_from = heard_from;
-    e->end_unix_us = now;
+  std::shared_ptr<Timeline> timeline;
+  FlightEntry copy;
+  int stream = 0;
+  {
+    std::lock_guard<SpinLock> lock(mu_);
+    if (FlightEntry* e = Find(seq)) {
+      e->progress = outcome == StatusCode::kOk ? Progress::kFinished : Progress::kFailed;
+      e->outcome = outcome;
+      e->heard_from = heard_from;
+      e->end_unix_us = now;
+      if (timeline_ && e->start_unix_us) {
+        timeline = timeline_;
+        copy = *e;
+        stream = timeline_stream_;
+      }
+    }
+    if (outcome == StatusCode::kOk) last_finished_ = std::max(last_finished_, seq);
   }
-  if (outcome == StatusCode::kOk) last_finished_ = std::max(last_finished_, seq);
+  if (timeline) timeline->Record(copy, stream);  // outside the spin lock: it writes a file
+}
+
+void FlightRecorder::SetTimeline(std::shared_ptr<Timeline> timeline, int stream) {
+  std::lock_guard<SpinLock> lock(mu_);
+  timeline_ = std::move(timeline);
+  timeline_stream_ = stream;
 }
 
 ProgressReport FlightRecorder::Report(uint64_t seq) const {

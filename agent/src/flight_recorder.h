@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -75,6 +76,8 @@ class SpinLock {
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
 };
 
+class Timeline;
+
 class FlightRecorder {
  public:
   explicit FlightRecorder(size_t capacity = 1024);
@@ -86,6 +89,10 @@ class FlightRecorder {
   void Started(uint64_t seq);
   void Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from);
 
+  // Every collective finished from now on also goes to `timeline` (null:
+  // none), on row `stream` (timeline.h).
+  void SetTimeline(std::shared_ptr<Timeline> timeline, int stream);
+
   ProgressReport Report(uint64_t seq) const;
   // The entries still held, oldest first (for dumps and tests).
   std::vector<FlightEntry> Snapshot() const;
@@ -95,6 +102,8 @@ class FlightRecorder {
   mutable SpinLock mu_;
   std::vector<FlightEntry> ring_;
   uint64_t last_finished_ = 0, last_started_ = 0, last_queued_ = 0;
+  std::shared_ptr<Timeline> timeline_;
+  int timeline_stream_ = 0;
 };
 
 // One JSON line (no newline) of the recorder's dump: the task, its abort

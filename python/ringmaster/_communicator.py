@@ -261,6 +261,15 @@ class Communicator:
         self._sets.append(child)
         return child
 
+    def start_timeline(self, path: str) -> None:
+        """Writes every collective of this member (its process sets' too)
+        from now on to ``path``: a Chrome trace, one event per pack."""
+        self._c.start_timeline(str(path))
+
+    def stop_timeline(self) -> None:
+        """Ends the timeline's file (a complete JSON array)."""
+        self._c.stop_timeline()
+
     @property
     def process_set_id(self) -> int:
         """0 for a whole group, else this process set's id."""

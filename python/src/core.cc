@@ -197,6 +197,16 @@ NB_MODULE(_core, m) {
             return set ? new Comm(set) : nullptr;
           },
           nb::rv_policy::take_ownership)
+      .def("start_timeline",
+           [](const Comm& c, const std::string& path) {
+             int code = rm_start_timeline(c.get(), path.c_str());
+             if (code != RM_OK) Raise(code, rm_last_error());
+           })
+      .def("stop_timeline",
+           [](const Comm& c) {
+             int code = rm_stop_timeline(c.get());
+             if (code != RM_OK) Raise(code, rm_last_error());
+           })
       .def("process_set_id", [](const Comm& c) { return rm_process_set_id(c.get()); })
       .def("register_process_set",
            [](const Comm& c) { rm_set_process_set_communicator(rm_process_set_id(c.get()), c.get()); })

@@ -213,6 +213,14 @@ class Communicator {
   // 0 for the whole group, else the process set's id.
   int process_set_id() const;
 
+  // The timeline (Horovod's start_timeline): every collective this member
+  // runs from now on, one Chrome trace event per pack (chrome://tracing,
+  // Perfetto: name, start, duration, dtype, bytes, algorithm, outcome), in
+  // the JSON array file `path` (created or truncated). Starting again
+  // switches files; StopTimeline ends the array. Per member, not collective.
+  Status StartTimeline(const std::string& path);
+  Status StopTimeline();
+
   // Fails every collective in flight on every member with Aborted; later
   // calls fail fast with Aborted until Reform().
   void Abort(const std::string& reason);

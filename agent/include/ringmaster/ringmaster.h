@@ -96,6 +96,12 @@ int rm_process_set_id(const rm_communicator* comm);
 void rm_set_process_set_communicator(int id, rm_communicator* comm);
 rm_communicator* rm_process_set_communicator(int id);
 
+/* The timeline: every collective of this member (its process sets' too),
+ * one Chrome trace event per pack, into the JSON file `path` until
+ * rm_stop_timeline (Communicator::StartTimeline). */
+int rm_start_timeline(rm_communicator* comm, const char* path);
+int rm_stop_timeline(rm_communicator* comm);
+
 /* `options` may be NULL. Results are written in place. */
 int rm_allreduce(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
                  const rm_options* options);

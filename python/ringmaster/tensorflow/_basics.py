@@ -213,13 +213,22 @@ def rocm_built() -> bool:
 
 
 def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
-    raise NotImplementedError("start_timeline: Ringmaster does not write Horovod's timeline yet; after a failure "
-                              "its flight recorder shows every member's last collectives "
-                              "(`ringmaster flight-recorder DIR`)")
+    """Writes every collective this rank runs from now on to ``file_path``,
+    a Chrome trace (chrome://tracing, Perfetto): one event per pack, with
+    its dtype, bytes, algorithm and outcome; process sets on a row of their
+    own. Each rank writes its own file. ``mark_cycles`` is accepted and has
+    nothing to mark: Ringmaster has no negotiation cycles. ValueError before
+    init(), as Horovod."""
+    if not is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    _comm().start_timeline(str(file_path))
 
 
 def stop_timeline() -> None:
-    raise NotImplementedError("stop_timeline: Ringmaster does not write Horovod's timeline yet")
+    """Ends the timeline's file (a complete JSON array)."""
+    if not is_initialized():
+        raise ValueError(_NOT_INITIALIZED)
+    _comm().stop_timeline()
 
 
 # ----------------------------------------------------------- process sets

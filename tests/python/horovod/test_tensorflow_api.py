@@ -453,6 +453,23 @@ def test_members_that_disagree_on_a_process_set_fail_everywhere():
     np.testing.assert_allclose(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), [N, N])
 
 
+def test_timeline_is_a_chrome_trace_of_the_collectives(tmp_path):
+    import json
+    path = tmp_path / f"timeline-{R}.json"
+    hvd.start_timeline(str(path))
+    hvd.allreduce(tf.ones([4]), op=hvd.Sum)
+    hvd.allgather(tf.ones([R + 1]))
+    hvd.stop_timeline()
+    hvd.allreduce(tf.ones([4]))  # after the stop: not in the file
+    events = [e for e in json.loads(path.read_text()) if e["ph"] == "X"]
+    names = [e["name"] for e in events]
+    # Each op's agreement is an all-gather of its own, then the op's collectives.
+    assert names.count("all-reduce") == 1 and "all-gather" in names, names
+    assert all(e["pid"] == R and e["dur"] >= 0 and e["args"]["outcome"] == "ok" for e in events)
+    with pytest.raises(Exception, match="cannot create"):
+        hvd.start_timeline(str(tmp_path / "no-such-dir" / "t.json"))
+
+
 def test_keras_is_an_attribute_without_a_second_import():
     import ringmaster.tensorflow as rm
     assert hasattr(rm.keras, "DistributedOptimizer")
