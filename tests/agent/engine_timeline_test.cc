@@ -71,7 +71,9 @@ TEST(Timeline, EveryCollectiveWhileOnIsOneTraceEventPerPack) {
     std::vector<int> rows;
     for (const auto& e : j) {
       if (e["ph"] == "M") {
-        if (e["name"] == "process_name") EXPECT_EQ(e["args"]["name"], g[r]->TaskName(r));
+        if (e["name"] == "process_name") {
+          EXPECT_EQ(e["args"]["name"], g[r]->TaskName(r));
+        }
         continue;
       }
       EXPECT_EQ(e["ph"], "X");
