@@ -37,7 +37,7 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
       std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)));
 }
 
-CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector<int> members)
+CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_key, std::vector<int> members)
     : settings_(parent->settings_),
       rank_(static_cast<int>(std::find(members.begin(), members.end(), parent->rank_) - members.begin())),
       size_(static_cast<int>(members.size())),
@@ -46,6 +46,7 @@ CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector
       refusals_(parent->names_[parent->rank_]),
       parent_(parent),
       set_id_(id),
+      wire_key_(wire_key),
       members_(std::move(members)) {
   for (int r : members_) {
     names_.push_back(parent->names_[r]);
@@ -59,8 +60,11 @@ StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int 
   std::vector<int> sorted(ranks.begin(), ranks.end());
   std::sort(sorted.begin(), sorted.end());
   Status local;
-  if (id <= 0 || id >= (1 << 23)) {
-    local = InvalidArgumentError("process set id: must be in [1, 2^23), got " + std::to_string(id));
+  if (sets_added_ >= (1 << 23) - 1) {
+    local = FailedPreconditionError(
+        "process sets: 2^23 - 1 have been added to this group, the most it can number");
+  } else if (id <= 0) {
+    local = InvalidArgumentError("process set id: must be > 0, got " + std::to_string(id));
   } else if (sorted.empty()) {
     local = InvalidArgumentError("process set " + std::to_string(id) + ": ranks is empty");
   } else if (sorted.front() < 0 || sorted.back() >= size_) {
@@ -102,8 +106,12 @@ StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int 
                                    ": the members disagree on it: " + names_[rank_] + " adds " +
                                    std::to_string(sorted.size()) + " ranks, " + differ + " add another");
   }
+  // The set's key on the wire: how many sets the whole group has added, the
+  // same on every member (the calls are collective and agreed), so an id
+  // that Horovod reuses never meets an old set's sequence numbers.
+  const int key = ++sets_added_;
   if (!std::binary_search(sorted.begin(), sorted.end(), rank_)) return std::unique_ptr<CommunicatorImpl>();
-  return std::make_unique<CommunicatorImpl>(this, id, std::move(sorted));
+  return std::make_unique<CommunicatorImpl>(this, id, key, std::move(sorted));
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -378,7 +386,7 @@ CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, s
       return run(sub);
     };
   }
-  return ex->SubmitToSet(set_id_, std::move(ops), deadline,
+  return ex->SubmitToSet(wire_key_, std::move(ops), deadline,
                          "process set " + std::to_string(set_id_) + ": " + what, sync);
 }
 

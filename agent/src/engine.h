@@ -34,7 +34,7 @@ class CommunicatorImpl {
   // ascending) must include the parent's rank. Its collectives run on the
   // parent's process-set executor, over the same connections, with the
   // set's own sequence numbers; it must not outlive the parent.
-  CommunicatorImpl(CommunicatorImpl* parent, int id, std::vector<int> members);
+  CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_key, std::vector<int> members);
   // The collective half of making a process set: every member of the whole
   // group calls it with the same id and ranks (checked: a disagreement fails
   // on every member, naming who differs). Members of the set get its
@@ -111,7 +111,9 @@ class CommunicatorImpl {
   std::shared_ptr<Timeline> timeline_;
   CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group
   int set_id_ = 0;
-  std::vector<int> members_;  // a process set's formation ranks
+  int wire_key_ = 0;                // a process set's key on the wire (AddProcessSet)
+  std::atomic<int> sets_added_{0};  // the group's: process sets added so far
+  std::vector<int> members_;        // a process set's formation ranks
   std::atomic<uint64_t> incarnation_{0};
   std::atomic<bool> nccl_warned_{false};
   std::atomic<bool> host_choice_logged_{false};

@@ -117,11 +117,9 @@ Status Executor::Diagnose(const Op& op, Status st) {
     g.WaitForAbort(kAbortWordGraceMs);
   } else if (!exchange_) {
     // A process set's collective: the progress query does not know its
-    // numbers, so name it by the set and its own count, and by what this
-    // member heard.
-    return Status(st.code(), "process set " + std::to_string(op.wire_seq >> 40) + ": " + st.message() +
-                                 " on " + g.name(g.rank()) + " (" + std::string(OpKindName(op.info.kind)) +
-                                 ")");
+    // numbers, so name it by the call ("process set 5: all-reduce of ...")
+    // and the set's own count of collectives.
+    return Status(st.code(), op.call->what + ": " + st.message() + " on " + g.name(g.rank()));
   } else if (st.code() == StatusCode::kDeadlineExceeded) {
     auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisBoundSeconds));
     if (!g.aborted()) st = DeadlineExceededError(DescribeTimeout(op.seq, op.info, g.names(), reports));

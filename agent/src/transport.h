@@ -24,12 +24,12 @@ class EngineClock {
   static const EngineClock& Steady();
 };
 
-// "collective #12", or "collective #3 of process set 2" for a process set's
+// "collective #12", or "collective #3 of process-set key 2" for a process set's
 // wire number (the set in the bits above 40; executor.h).
 inline std::string WireSeqName(uint64_t seq) {
   const uint64_t set = seq >> 40, n = seq & ((uint64_t{1} << 40) - 1);
   return "collective #" + std::to_string(n) +
-         (set ? " of process set " + std::to_string(set) : std::string());
+         (set ? " of process-set key " + std::to_string(set) : std::string());
 }
 
 class Transport {

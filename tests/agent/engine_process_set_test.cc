@@ -113,6 +113,36 @@ TEST(ProcessSet, SubgroupsReduceAmongTheirMembersInterleavedWithTheWholeGroup) {
   ExpectExactSum(g);
 }
 
+// Horovod reuses the lowest free id: a new set under an old id, with other
+// members, must not meet the old set's sequence numbers.
+TEST(ProcessSet, AnIdReusedForOtherMembersStartsAFreshSequence) {
+  const int n = 3;
+  Group g = FormGroup(LocalSettings(n));
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
+  std::vector<Status> st;
+  std::vector<std::string> failures(n);
+  auto sum_on = [&](Sets& sets, int expect) {
+    OnAll(n, [&](int r) {
+      if (!sets[r]) return;
+      int64_t x = r;
+      Tensor t{&x, 1, DataType::kInt64};
+      Status s = sets[r]->AllReduce({&t, 1}, ReduceOp::kSum);
+      if (!s.ok())
+        failures[r] = s.ToString();
+      else if (x != expect)
+        failures[r] = "sum " + std::to_string(x);
+    });
+  };
+  {
+    Sets first = AddOnAll(g, 1, {0, 1}, &st);
+    for (int k = 0; k < 3; ++k) sum_on(first, 1);
+  }  // removed: destroyed on every member
+  Sets second = AddOnAll(g, 1, {0, 2}, &st);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+  sum_on(second, 2);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << r;
+}
+
 TEST(ProcessSet, MembersThatDisagreeFailOnEveryMemberNamingWho) {
   const int n = 3;
   Group g = FormGroup(LocalSettings(n));
