@@ -198,16 +198,18 @@ Status CommunicatorImpl::Form() {
   std::vector<int> control(size_, -1);
   for (int p = 0; p < size_; ++p) std::swap(control[p], mesh->conns[p][0]);
   auto group = std::make_shared<Group>(std::move(gc), std::move(control));
-  std::vector<std::unique_ptr<Transport>> transports;
-  for (int s = 0; s < settings_.streams; ++s) {
+  // The transport over data channel `channel` of every pair.
+  auto transport_on = [&](int channel) {
     std::vector<int> fds(size_, -1);
-    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][s + 1]);
+    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][channel]);
     TcpTransport::Hooks hooks;
     hooks.peer_name = [names = names_](int r) { return names[r]; };
     hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
     hooks.abort_fd = group->abort_fd();
-    transports.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
-  }
+    return std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks));
+  };
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int s = 0; s < settings_.streams; ++s) transports.push_back(transport_on(s + 1));
   // What the links are like, for AUTO (link_model.h): on the first data
   // stream, before any collective, within the formation's timeout.
   LinkModel link;
@@ -227,16 +229,7 @@ Status CommunicatorImpl::Form() {
   }
   auto executor = std::make_shared<Executor>(group, std::move(transports));
   std::vector<std::unique_ptr<Transport>> set_transport;
-  {
-    const int channel = settings_.streams + 1;
-    std::vector<int> fds(size_, -1);
-    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][channel]);
-    TcpTransport::Hooks hooks;
-    hooks.peer_name = [names = names_](int r) { return names[r]; };
-    hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
-    hooks.abort_fd = group->abort_fd();
-    set_transport.push_back(std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks)));
-  }
+  set_transport.push_back(transport_on(settings_.streams + 1));
   Executor::Options set_options;
   set_options.recorder = set_recorder_;
   set_options.exchange = false;

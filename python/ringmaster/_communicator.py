@@ -258,7 +258,7 @@ class Communicator:
             return None
         core.register_process_set()
         child = Communicator(core)
-        self._sets.append(child)
+        self._sets = [c for c in self._sets if c._c.alive] + [child]  # drop the removed ones
         return child
 
     def start_timeline(self, path: str) -> None:
