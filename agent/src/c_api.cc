@@ -190,6 +190,22 @@ int rm_allreduce_async_from(rm_communicator* comm, const void* const* sources, c
   return Report(ringmaster::OkStatus());
 }
 
+int rm_allreduce_async_on_stream(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                                 const rm_options* options, void* stream, rm_handle** out) {
+  if (!comm) return NullComm();
+  if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
+  if (BadImplementation(options)) return BadImpl();
+  if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
+  auto ts = ToTensors(tensors, n);
+  for (auto& t : ts) {
+    t.memory = ringmaster::MemoryKind::kDevice;
+    t.stream = stream;
+  }
+  *out = new rm_handle{
+      comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), ToOptions(options))};
+  return Report(ringmaster::OkStatus());
+}
+
 int rm_handle_wait(rm_handle* handle) {
   if (!handle) return Report(ringmaster::InvalidArgumentError("handle is NULL"));
   ringmaster::Status s = handle->handle.Wait();

@@ -158,6 +158,19 @@ void ProcessSets(rm_communicator* c, int me, int n) {
   if (rm_process_set_communicator(2) != nullptr) Fail("a destroyed set stayed in the registry");
 }
 
+// GPU memory through the stream-aware call: host memory passed as GPU memory
+// is refused on every member alike, before anything is sent, naming it.
+void DeviceCallRefusesHostMemory(rm_communicator* c) {
+  float v[4] = {1, 2, 3, 4};
+  rm_tensor t{v, 4, RM_FLOAT32};
+  rm_handle* h = nullptr;
+  if (!Ok(rm_allreduce_async_on_stream(c, &t, 1, RM_SUM, nullptr, nullptr, &h),
+          "rm_allreduce_async_on_stream"))
+    return;
+  if (rm_handle_wait(h) == RM_OK) return Fail("rm_allreduce_async_on_stream took host memory as GPU memory");
+  std::printf("device call on host memory refused: %s\n", rm_last_error());
+}
+
 }  // namespace
 
 int CheckCApiCollectives() {
@@ -169,6 +182,7 @@ int CheckCApiCollectives() {
   ReduceScatter(c, me, n);
   NewDtypes(c, me, n);
   ProcessSets(c, me, n);
+  DeviceCallRefusesHostMemory(c);
   rm_communicator_destroy(c);
   if (failures) return 1;
   std::printf("c-api collectives verified (%d members)\n", n);

@@ -156,6 +156,7 @@ TEST(WorkerProcess, CApiVariableCollectivesAndNewDtypes) {
     std::string out = Slurp(p.log);
     EXPECT_EQ(p.status, 0) << out;
     EXPECT_NE(out.find("c-api collectives verified (4 members)"), std::string::npos) << out;
+    EXPECT_NE(out.find("device call on host memory refused: "), std::string::npos) << out;
   }
   for (const char* dt : {"uint8", "int16"}) {
     std::vector<std::string> w = {"--model", "3x1001", "--steps", "1",      "--dtype",

@@ -116,6 +116,14 @@ int rm_allreduce_async(rm_communicator* comm, const rm_tensor* tensors, size_t n
  * needs no copy of its own. */
 int rm_allreduce_async_from(rm_communicator* comm, const void* const* sources, const rm_tensor* tensors,
                             size_t n, rm_reduce_op op, const rm_options* options, rm_handle** out);
+/* GPU memory: the tensors are device buffers that the work queued on
+ * `stream` (a cudaStream_t; NULL: the legacy default stream) produces. The
+ * engine waits for that work through an event recorded now, reduces on its
+ * own stream (NCCL, or staged through the host), and the handle completes
+ * once the results are in place, so work queued on `stream` after the
+ * handle completes sees them. Host memory is refused (InvalidArgument). */
+int rm_allreduce_async_on_stream(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                                 const rm_options* options, void* stream, rm_handle** out);
 int rm_handle_wait(rm_handle* handle);
 /* Non-zero once every pack of the handle's call is done (rm_handle_wait
  * then returns at once). */

@@ -192,8 +192,23 @@ def gloo_built() -> bool:
     return False
 
 
-def nccl_built() -> bool:
-    return False
+def nccl_built() -> int:
+    """NCCL's version code (2.32.3 -> 23203; Horovod's tests compare it with
+    2700) where GPU tensors can be all-reduced with NCCL: a TensorFlow with
+    CUDA (the op's GPU kernel runs) and an NCCL library the agent can load
+    (RINGMASTER_NCCL_LIBRARY, else libnccl.so.2); 0 elsewhere."""
+    if not cuda_built():
+        return 0
+    import ctypes
+    for name in (os.environ.get("RINGMASTER_NCCL_LIBRARY") or "libnccl.so.2", "libnccl.so"):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        if lib.ncclGetVersion(ctypes.byref(version)) == 0:
+            return int(version.value)
+    return 0
 
 
 def ddl_built() -> bool:
@@ -205,7 +220,10 @@ def ccl_built() -> bool:
 
 
 def cuda_built() -> bool:
-    return False
+    """True where the op's GPU kernel can run: the TensorFlow in use was built
+    with CUDA (the kernel itself is compiled into every op library)."""
+    import tensorflow as tf
+    return bool(tf.test.is_built_with_cuda())
 
 
 def rocm_built() -> bool:

@@ -12,6 +12,8 @@ op of the same graph, so the program order is the execution order.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import threading
 import weakref
@@ -118,14 +120,32 @@ def assign(variable: Any, value: Any) -> Any:
 # ------------------------------------------------------------------ ops
 
 
+def _allreduce_device(set_id: int, prescale_factor: float, postscale_factor: float) -> Optional[str]:
+    """Where the all-reduce must run: None (where TensorFlow places it: GPU
+    tensors on the op's GPU kernel) unless the GPU kernel does not take the
+    call (a process set, pre/post-scaling) or RINGMASTER_TF_GPU_KERNEL=0 asks
+    for the CPU kernel (TensorFlow then copies GPU tensors to the host and
+    back, as before the GPU kernel existed)."""
+    if set_id != 0 or prescale_factor != 1.0 or postscale_factor != 1.0 or \
+            os.environ.get("RINGMASTER_TF_GPU_KERNEL", "1") == "0":
+        return "/cpu:0"
+    return None
+
+
 def _grouped_allreduce(tensors: Sequence[Any], name: Optional[str] = None, op: int = Sum,
                        prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
     """One op for the list (the engine packs it by bytes_per_pack)."""
-    return _list_op(tensors, process_set, name, "Allreduce", lambda ts, name, set_id: _ops.ringmaster_all_reduce(
-        ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor), postscale_factor=float(postscale_factor),
-        ignore_name_scope=bool(ignore_name_scope), name=name, **_option_attrs(options)))
+    def make(ts: List[tf.Tensor], name: Optional[str], set_id: int) -> Any:
+        device = _allreduce_device(set_id, prescale_factor, postscale_factor)
+        with tf.device(device) if device else contextlib.nullcontext():
+            return _ops.ringmaster_all_reduce(
+                ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor),
+                postscale_factor=float(postscale_factor), ignore_name_scope=bool(ignore_name_scope), name=name,
+                **_option_attrs(options))
+
+    return _list_op(tensors, process_set, name, "Allreduce", make)
 
 
 def _allreduce(tensor: Any, name: Optional[str] = None, op: int = Sum, prescale_factor: float = 1.0,

@@ -58,8 +58,14 @@ def test_rank_and_size_match_the_launcher():
 
 def test_capabilities_are_truthful():
     for q in (hvd.mpi_built, hvd.mpi_enabled, hvd.gloo_built, hvd.gloo_enabled, hvd.ccl_built, hvd.ddl_built,
-              hvd.rocm_built, hvd.cuda_built, hvd.nccl_built, hvd.mpi_threads_supported):
+              hvd.rocm_built, hvd.mpi_threads_supported):
         assert q() is False, q.__name__
+
+
+def test_cuda_and_nccl_built_follow_tensorflow():
+    # The op's GPU kernel is in every build; it runs where TensorFlow has CUDA.
+    assert hvd.cuda_built() is tf.test.is_built_with_cuda()
+    assert hvd.nccl_built() == 0 or (hvd.cuda_built() and hvd.nccl_built() >= 21400)  # a version code
 
 
 def test_reduce_op_constants_are_horovods():

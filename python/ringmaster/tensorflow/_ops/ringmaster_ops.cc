@@ -11,9 +11,13 @@
 //                        returns and the engine's thread signals completion.
 //   RingmasterBroadcast  a list of tensors -> root_rank's values on every rank.
 //
-// CPU kernels only: TensorFlow places the op of GPU tensors on the CPU and
-// copies them to host memory and back. The engine's NCCL path for GPU
-// tensors is not wired into TensorFlow (not done).
+// The all-reduce has a GPU kernel too (AllReduceGpuOp): GPU tensors stay on
+// the device; the engine waits for TensorFlow's stream through an event and
+// reduces with NCCL (or stages through the host). It is compiled on every
+// build (it needs only TensorFlow's headers) and registered for DEVICE_GPU,
+// which a CPU-only TensorFlow never uses; docs/gpu.md says where it ran.
+// The other ops are CPU kernels: TensorFlow copies GPU tensors to the host
+// and back around them.
 //
 // The group is the process default communicator (rm_default_communicator),
 // which the Python package sets in ringmaster.init(). Status codes of the
@@ -26,9 +30,12 @@
 #include <vector>
 
 #include "common.h"
+#include "tensorflow/core/framework/device_base.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/lib/core/threadpool.h"
+#include "xla/stream_executor/device_memory.h"
+#include "xla/stream_executor/stream.h"
 
 namespace ringmaster_tf {
 
@@ -69,6 +76,34 @@ absl::Status PrepareOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts,
   return absl::OkStatus();
 }
 
+// GPU tensors: outputs alias their inputs when TensorFlow lets us; else the
+// input is copied into the fresh output on TensorFlow's stream, which the
+// engine waits for (rm_allreduce_async_on_stream), so nothing here blocks.
+// *stream: TensorFlow's cudaStream_t for this kernel.
+absl::Status PrepareDeviceOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts, void** stream) {
+  tensorflow::DeviceContext* dc = ctx->op_device_context();
+  stream_executor::Stream* s = dc ? dc->stream() : nullptr;
+  if (!s)
+    return absl::InternalError("RingmasterAllReduce on GPU: TensorFlow gave the kernel no device stream");
+  *stream = s->platform_specific_handle().stream;
+  ts->clear();
+  for (int i = 0; i < ctx->num_inputs(); ++i) {
+    const Tensor& in = ctx->input(i);
+    Tensor* out = nullptr;
+    TF_RETURN_IF_ERROR(ctx->forward_input_or_allocate_output({i}, i, in.shape(), &out));
+    if (in.NumElements() == 0) continue;
+    auto src = in.tensor_data();
+    char* dst = const_cast<char*>(out->tensor_data().data());
+    if (dst != src.data()) {
+      stream_executor::DeviceMemoryBase to(dst, src.size());
+      stream_executor::DeviceMemoryBase from(const_cast<char*>(src.data()), src.size());
+      TF_RETURN_IF_ERROR(s->MemcpyD2D(&to, from, src.size()));
+    }
+    ts->push_back(View(*out));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<const Tensor*> Inputs(OpKernelContext* ctx) {
   std::vector<const Tensor*> v;
   for (int i = 0; i < ctx->num_inputs(); ++i) v.push_back(&ctx->input(i));
@@ -81,7 +116,8 @@ void SameShapes(InferenceContext* c) {
 
 class AllReduceOp : public AsyncOpKernel {
  public:
-  explicit AllReduceOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+  // gpu: the tensors are in GPU memory (AllReduceGpuOp).
+  explicit AllReduceOp(OpKernelConstruction* c, bool gpu = false) : AsyncOpKernel(c), gpu_(gpu) {
     OP_REQUIRES_OK(c, c->GetAttr("reduce_op", &horovod_op_));
     OP_REQUIRES_OK(c, c->GetAttr("prescale_factor", &prescale_));
     OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
@@ -97,20 +133,33 @@ class AllReduceOp : public AsyncOpKernel {
     mine.reduce_op = horovod_op_;
     mine.prescale_bits = Bits(prescale_);
     mine.postscale_bits = Bits(postscale_);
-    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, ToRmReduceOp(horovod_op_, &op), options_), done);
+    absl::Status local = ToRmReduceOp(horovod_op_, &op);
+    if (local.ok() && gpu_ && (prescale_ != 1.f || postscale_ != 1.f)) {
+      // The Python face places such calls on the CPU; a graph built by hand may not.
+      local = absl::UnimplementedError(
+          "RingmasterAllReduce on GPU tensors: prescale_factor and postscale_factor are not supported on the "
+          "GPU yet (place the op on the CPU)");
+    }
+    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_), done);
     auto call = std::make_unique<Call>();
     call->ctx = ctx;
     call->done = std::move(done);
     call->postscale = postscale_;
-    OP_REQUIRES_OK_ASYNC(ctx, PrepareOutputs(ctx, &call->tensors, &call->sources, prescale_), call->done);
+    void* stream = nullptr;
+    OP_REQUIRES_OK_ASYNC(ctx,
+                         gpu_ ? PrepareDeviceOutputs(ctx, &call->tensors, &stream)
+                              : PrepareOutputs(ctx, &call->tensors, &call->sources, prescale_),
+                         call->done);
     if (call->tensors.empty()) {
       call->done();
       return;
     }
     rm_handle* handle = nullptr;
     // The inputs stay alive until done(): the engine may read them until then.
-    int rc = rm_allreduce_async_from(comm, call->sources.data(), call->tensors.data(), call->tensors.size(), op,
-                                     &options_, &handle);
+    int rc = gpu_ ? rm_allreduce_async_on_stream(comm, call->tensors.data(), call->tensors.size(), op,
+                                                 &options_, stream, &handle)
+                  : rm_allreduce_async_from(comm, call->sources.data(), call->tensors.data(),
+                                            call->tensors.size(), op, &options_, &handle);
     if (rc != RM_OK) {
       ctx->SetStatus(LastError(rc));
       call->done();
@@ -161,6 +210,7 @@ class AllReduceOp : public AsyncOpKernel {
     }
   }
 
+  bool gpu_ = false;
   int horovod_op_ = 1;
   float prescale_ = 1.f, postscale_ = 1.f;
   rm_options options_;
@@ -205,8 +255,7 @@ REGISTER_OP("RingmasterAllReduce")
     .Attr("reduce_op: int = 1")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
+    .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()  // else TF turns our UnavailableError into InternalError
     .SetShapeFn([](InferenceContext* c) {
       SameShapes(c);
@@ -225,8 +274,7 @@ REGISTER_OP("RingmasterBroadcast")
     .Output("broadcast: T")
     .Attr("T: list({half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16, bool}) >= 1")
     .Attr("root_rank: int = 0")
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
+    .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) {
       SameShapes(c);
@@ -236,7 +284,15 @@ REGISTER_OP("RingmasterBroadcast")
 Every rank gets root_rank's values of the tensors (one call for the list).
 )doc");
 
+// GPU tensors stay on the device (registered in every build; a CPU-only
+// TensorFlow has no GPU device to place it on).
+class AllReduceGpuOp : public AllReduceOp {
+ public:
+  explicit AllReduceGpuOp(OpKernelConstruction* c) : AllReduceOp(c, /*gpu=*/true) {}
+};
+
 REGISTER_KERNEL_BUILDER(Name("RingmasterAllReduce").Device(tensorflow::DEVICE_CPU), AllReduceOp);
+REGISTER_KERNEL_BUILDER(Name("RingmasterAllReduce").Device(tensorflow::DEVICE_GPU), AllReduceGpuOp);
 REGISTER_KERNEL_BUILDER(Name("RingmasterBroadcast").Device(tensorflow::DEVICE_CPU), BroadcastOp);
 
 }  // namespace ringmaster_tf
