@@ -253,11 +253,13 @@ def _reducescatter(tensor: Any, name: Optional[str] = None, op: int = Sum, ignor
 
 
 def join(options: Any = None) -> tf.Tensor:
-    """Waits until every rank has joined; returns the highest rank (every
-    member joins in the same agreement, so none joined last). A rank that
-    joins while another still issues collectives makes both fail with
-    FailedPreconditionError: joined ranks do not yet stand in for the
-    others' all-reduces with zeros, as Horovod's do."""
+    """Horovod's join: this rank has run out of data. Until every rank has
+    joined, it stands in with zeros for each allreduce the others still
+    issue (an average still divides by the whole group's size, as
+    Horovod's). Returns the rank that joined last, the same on every rank.
+    While a rank has joined, the others' other collectives (gathers,
+    broadcasts, allreduces of GPU tensors) fail with
+    FailedPreconditionError naming it, as Horovod refuses them with Join."""
     return _issue(lambda: _ops.ringmaster_join(**_option_attrs(options)))
 
 

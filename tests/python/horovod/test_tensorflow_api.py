@@ -343,8 +343,50 @@ def test_one_rank_with_bad_arguments_fails_every_rank():
 
 
 def test_join_and_barrier():
-    assert int(hvd.join()) == N - 1
+    assert int(hvd.join()) == N - 1  # every rank joins in the same round: the highest is "last"
     hvd.barrier()
+
+
+@pytest.mark.parametrize("first", [0, N - 1])
+@pytest.mark.parametrize("dtype", [tf.int32, tf.float16, tf.float32, tf.float64])
+def test_joined_rank_stands_in_with_zeros(run, first, dtype):
+    """Horovod's join: the rank that ran out of data contributes zeros to the
+    others' allreduces (the average still divides by N) until they join too;
+    join() returns the rank that joined last, on every rank."""
+    def f():
+        if R == first:
+            return {"last": hvd.join()}
+        x = tf.constant(value_of(R, dtype))
+        out = {"sum": hvd.allreduce(x, op=hvd.Sum),
+               "grouped": hvd.grouped_allreduce([x, tf.reshape(x, [-1])[:5]], op=hvd.Sum)}
+        if dtype.is_floating:
+            out["avg"] = hvd.allreduce(x, op=hvd.Average)
+        with tf.control_dependencies(tf.nest.flatten(out)):
+            out["last"] = hvd.join()
+        return out
+
+    got = run(f)
+    others = sum(value_of(r, dtype).astype(np.float64) for r in range(N) if r != first)
+    if R != first:
+        np.testing.assert_array_equal(got["sum"].astype(np.float64), others)
+        np.testing.assert_array_equal(got["grouped"][1].astype(np.float64), others.reshape(-1)[:5])
+        if dtype.is_floating:
+            np.testing.assert_allclose(got["avg"].astype(np.float64), others / N, rtol=1e-2)
+    # The first to join never joined last; the others joined in the same round.
+    assert int(got["last"]) == (N - 1 if first != N - 1 else N - 2)
+    assert int(hvd.allreduce(tf.constant(1), op=hvd.Sum)) == N  # and the group works on
+
+
+def test_collectives_other_than_allreduce_fail_while_a_rank_has_joined():
+    if R == 0:
+        assert int(hvd.join()) == N - 1
+    else:
+        with pytest.raises(tf.errors.FailedPreconditionError, match=r"rank 0 .*join\(\)"):
+            hvd.allgather(tf.ones([2]))
+        with pytest.raises(tf.errors.FailedPreconditionError, match="join"):
+            hvd.broadcast(tf.ones([2]), root_rank=1)
+        assert int(hvd.join()) == N - 1
+    np.testing.assert_array_equal(hvd.allgather(tf.fill([1], R)).numpy(), np.arange(N))
 
 
 # ---------------------------------------------------------- process sets

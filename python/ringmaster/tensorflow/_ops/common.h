@@ -236,6 +236,8 @@ struct Proposal {
   int64_t prescale_bits = 0, postscale_bits = 0;
   int64_t local_error = 0;         // this member's own InvalidArgument etc.: its code
   int64_t dtype0 = 0, ndims0 = 0;  // tensor 0, for the message
+  int64_t joined_rounds = 0;       // kJoin: agreements this member has stood in since it joined
+  int64_t stands_in = 0;           // 1: joined members may stand in for this call (join.cc)
   int64_t dims0[kMaxDims] = {};
 
   void Pack(int64_t* w) const {
@@ -250,8 +252,8 @@ struct Proposal {
                         local_error,
                         dtype0,
                         ndims0,
-                        0,
-                        0,
+                        joined_rounds,
+                        stands_in,
                         0,
                         0,
                         0};
@@ -262,7 +264,7 @@ struct Proposal {
     Proposal p;
     p.kind = w[0], p.reduce_op = w[1], p.root = w[2], p.tensors = w[3], p.digest = w[4];
     p.tail_digest = w[5], p.prescale_bits = w[6], p.postscale_bits = w[7], p.local_error = w[8];
-    p.dtype0 = w[9], p.ndims0 = w[10];
+    p.dtype0 = w[9], p.ndims0 = w[10], p.joined_rounds = w[11], p.stands_in = w[12];
     std::memcpy(p.dims0, w + 16, sizeof(p.dims0));
     return p;
   }
@@ -324,7 +326,12 @@ inline std::string Describe(const Proposal& p) {
   return s;
 }
 
-// Why the members cannot go on, or OK. `me` is this member's rank.
+inline bool Joined(const Proposal& p) {
+  return p.kind == static_cast<int64_t>(Kind::kJoin);
+}
+
+// Why the members cannot go on, or OK. `me` is this member's rank (not a
+// joined one). Joined members (join.cc) are not judged: they stand in.
 inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& all, int me) {
   const Proposal& mine = all[me];
   const char* what = KindName(mine.kind);
@@ -343,7 +350,7 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
     }
   }
   for (const auto& p : all) {
-    if (p.kind != mine.kind) {
+    if (p.kind != mine.kind && !Joined(p)) {
       return absl::FailedPreconditionError(
           std::string("ringmaster: the members called different collectives: ") +
           list([](const Proposal& q) { return std::string(KindName(q.kind)); }) +
@@ -352,6 +359,7 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
   }
   const bool tail_only = mine.kind == int64_t(Kind::kAllGather) || mine.kind == int64_t(Kind::kAllToAll);
   for (const auto& p : all) {
+    if (Joined(p)) continue;
     if (p.tensors != mine.tensors) {
       return absl::FailedPreconditionError(std::string("ringmaster ") + what +
                                            ": the members passed different numbers of tensors: " +
@@ -396,12 +404,25 @@ inline absl::Status GatherWords(rm_communicator* comm, const int64_t* mine, size
   return LastError(rm_allgather(comm, &in, &out, &options));
 }
 
+// With members that have joined (Horovod's join(): they stand in with zeros
+// until every member has joined): OK when the call may go on with them,
+// else why not. Every member reaches the same verdict from the proposals.
+absl::Status JoinedVerdict(rm_communicator* comm, const std::vector<Proposal>& all);
+
+// The active members' half of a call with joined members: sends them what
+// to stand in for (`tensors`, `options`), then the call goes on (join.cc).
+absl::Status ServeJoined(rm_communicator* comm, const std::vector<Proposal>& all,
+                         const std::vector<const Tensor*>& tensors, const rm_options& options);
+
 // Exchanges proposals and judges them. `local` is this member's own verdict
 // on its arguments: it is returned as it is (after the exchange), the others
-// get FailedPrecondition naming this member.
+// get FailedPrecondition naming this member. `for_joined`: the tensors that
+// members who have joined stand in for with zeros (only a host all-reduce
+// passes them; any other call fails while a member has joined).
 inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Status& local,
-                          const rm_options& options) {
+                          const rm_options& options, const std::vector<const Tensor*>* for_joined = nullptr) {
   mine.local_error = local.ok() ? 0 : static_cast<int64_t>(local.code());
+  mine.stands_in = for_joined != nullptr;
   int64_t words[Proposal::kWords];
   mine.Pack(words);
   std::vector<int64_t> all_words;
@@ -410,7 +431,14 @@ inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Stat
   std::vector<Proposal> all;
   for (int r = 0; r < rm_size(comm); ++r)
     all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
-  return Judge(comm, all, rm_rank(comm));
+  TF_RETURN_IF_ERROR(Judge(comm, all, rm_rank(comm)));
+  for (const Proposal& p : all) {
+    if (Joined(p)) {
+      TF_RETURN_IF_ERROR(JoinedVerdict(comm, all));
+      return ServeJoined(comm, all, *for_joined, options);  // the verdict needs for_joined on every member
+    }
+  }
+  return absl::OkStatus();
 }
 
 inline absl::Status Communicator(rm_communicator** comm) {

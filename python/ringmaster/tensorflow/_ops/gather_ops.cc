@@ -1,9 +1,9 @@
 // The collectives whose output shapes depend on every member's input:
 // all-gather (first dimensions may differ), all-to-all (each member's
 // splits), reduce-scatter (the first dimension split over the members), and
-// the barrier and join that only synchronise. Each first agrees with the
-// other members (common.h), exchanges the sizes it needs, allocates its
-// outputs, then makes one synchronous engine call per tensor.
+// the barrier that only synchronises (join is in join.cc). Each first agrees
+// with the other members (common.h), exchanges the sizes it needs, allocates
+// its outputs, then makes one synchronous engine call per tensor.
 #include <numeric>
 #include <string>
 #include <vector>
@@ -43,7 +43,9 @@ absl::Status NotScalar(const char* what, const std::vector<const Tensor*>& ts) {
 
 // Rows of a first dimension of `rows` for member r of n: the first rows % n
 // members get one more (Horovod's split of an uneven first dimension).
-int64_t RowsOf(int64_t rows, int r, int n) { return rows / n + (r < rows % n ? 1 : 0); }
+int64_t RowsOf(int64_t rows, int r, int n) {
+  return rows / n + (r < rows % n ? 1 : 0);
+}
 
 // Shape inference: the first dimension becomes unknown.
 absl::Status FirstDimUnknown(InferenceContext* c, int inputs, int first_output = 0) {
@@ -119,9 +121,9 @@ class AllToAllOp : public CollectiveKernel {
     absl::Status local = NotScalar("alltoall", {&in});
     if (local.ok() && splits_in.NumElements() == 0) {
       if (in.dim_size(0) % n != 0)
-        local = absl::InvalidArgumentError("alltoall: the first dimension (" + std::to_string(in.dim_size(0)) +
-                                           ") must be a multiple of the group size (" + std::to_string(n) +
-                                           ") when no splits are given");
+        local = absl::InvalidArgumentError(
+            "alltoall: the first dimension (" + std::to_string(in.dim_size(0)) +
+            ") must be a multiple of the group size (" + std::to_string(n) + ") when no splits are given");
       for (auto& s : splits) s = in.dim_size(0) / n;
     } else if (local.ok()) {
       auto flat = splits_in.flat<int32_t>();
@@ -132,14 +134,15 @@ class AllToAllOp : public CollectiveKernel {
       } else {
         int64_t sum = 0;
         for (int r = 0; r < n && local.ok(); ++r) {
-          if (flat(r) < 0) local = absl::InvalidArgumentError("splits[" + std::to_string(r) + "] is negative");
+          if (flat(r) < 0)
+            local = absl::InvalidArgumentError("splits[" + std::to_string(r) + "] is negative");
           splits[r] = flat(r);
           sum += flat(r);
         }
         if (local.ok() && sum > in.dim_size(0))
           local = absl::InvalidArgumentError("splits: their sum (" + std::to_string(sum) +
-                                             ") exceeds the first dimension (" + std::to_string(in.dim_size(0)) +
-                                             ")");
+                                             ") exceeds the first dimension (" +
+                                             std::to_string(in.dim_size(0)) + ")");
       }
     }
     OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kAllToAll, {&in}), local, options_));
@@ -162,7 +165,8 @@ class AllToAllOp : public CollectiveKernel {
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     rm_tensor vin = View(in), vout = View(*out);
-    vin.count = std::accumulate(send.begin(), send.end(), int64_t{0});  // a prefix when splits sum below dim 0
+    vin.count =
+        std::accumulate(send.begin(), send.end(), int64_t{0});  // a prefix when splits sum below dim 0
     OP_REQUIRES_OK(ctx, LastError(rm_alltoallv(comm, &vin, send.data(), &vout, recv.data(), &options_)));
   }
 };
@@ -214,35 +218,16 @@ class ReduceScatterOp : public CollectiveKernel {
   float prescale_ = 1.f, postscale_ = 1.f;
 };
 
-// Barrier and join: the agreement itself waits for every member.
-class SyncOp : public CollectiveKernel {
+// Barrier: the agreement itself waits for every member.
+class BarrierOp : public CollectiveKernel {
  public:
-  explicit SyncOp(OpKernelConstruction* c, Kind kind) : CollectiveKernel(c), kind_(kind) {}
+  using CollectiveKernel::CollectiveKernel;
 
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
-    OP_REQUIRES_OK(ctx, Agree(comm, Propose(kind_, {}), absl::OkStatus(), options_));
-    if (kind_ == Kind::kJoin) {
-      Tensor* out = nullptr;
-      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
-      // Every member joins in the same agreement: no member joined after
-      // another, so the last to join is reported as the highest rank.
-      out->scalar<int32_t>()() = rm_size(comm) - 1;
-    }
+    OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kBarrier, {}), absl::OkStatus(), options_));
   }
-
- private:
-  Kind kind_;
-};
-
-class BarrierOp : public SyncOp {
- public:
-  explicit BarrierOp(OpKernelConstruction* c) : SyncOp(c, Kind::kBarrier) {}
-};
-class JoinOp : public SyncOp {
- public:
-  explicit JoinOp(OpKernelConstruction* c) : SyncOp(c, Kind::kJoin) {}
 };
 
 #define RM_ALL_TYPES "{half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16, bool}"
@@ -252,8 +237,7 @@ REGISTER_OP("RingmasterAllGather")
     .Input("tensors: T")
     .Output("gathered: T")
     .Attr("T: list(" RM_ALL_TYPES ") >= 1")
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
+    .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) { return FirstDimUnknown(c, c->num_inputs()); })
     .Doc("Concatenates every rank's tensors along the first dimension (which may differ per rank).");
@@ -264,8 +248,7 @@ REGISTER_OP("RingmasterAllToAll")
     .Output("output: T")
     .Output("received_splits: int32")
     .Attr("T: " RM_ALL_TYPES)
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
+    .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) {
       TF_RETURN_IF_ERROR(FirstDimUnknown(c, 1));
@@ -281,28 +264,16 @@ REGISTER_OP("RingmasterReduceScatter")
     .Attr("reduce_op: int = 1")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
+    .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) { return FirstDimUnknown(c, c->num_inputs()); })
     .Doc("Reduces the tensors across ranks; rank r keeps its share of the first dimension.");
 
 REGISTER_OP("RingmasterBarrier").RINGMASTER_OPTION_ATTRS.SetIsStateful().SetIsDistributedCommunication();
 
-REGISTER_OP("RingmasterJoin")
-    .Output("last_rank: int32")
-    .RINGMASTER_OPTION_ATTRS
-    .SetIsStateful()
-    .SetIsDistributedCommunication()
-    .SetShapeFn([](InferenceContext* c) {
-      c->set_output(0, c->Scalar());
-      return absl::OkStatus();
-    });
-
 REGISTER_KERNEL_BUILDER(Name("RingmasterAllGather").Device(tensorflow::DEVICE_CPU), AllGatherOp);
 REGISTER_KERNEL_BUILDER(Name("RingmasterAllToAll").Device(tensorflow::DEVICE_CPU), AllToAllOp);
 REGISTER_KERNEL_BUILDER(Name("RingmasterReduceScatter").Device(tensorflow::DEVICE_CPU), ReduceScatterOp);
 REGISTER_KERNEL_BUILDER(Name("RingmasterBarrier").Device(tensorflow::DEVICE_CPU), BarrierOp);
-REGISTER_KERNEL_BUILDER(Name("RingmasterJoin").Device(tensorflow::DEVICE_CPU), JoinOp);
 
 }  // namespace ringmaster_tf

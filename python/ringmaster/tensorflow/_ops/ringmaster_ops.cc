@@ -1,7 +1,7 @@
 // TensorFlow ops over Ringmaster's collective engine (the C API of
 // libringmaster, ringmaster/ringmaster.h): the all-reduce and the broadcast.
-// The gathers, all-to-all, reduce-scatter, barrier and join are in
-// gather_ops.cc; what they all share (the agreement, options, scaling) in
+// The gathers, all-to-all, reduce-scatter and barrier are in gather_ops.cc,
+// join in join.cc; what they all share (the agreement, options, scaling) in
 // common.h.
 //
 //   RingmasterAllReduce  a list of tensors -> the same list, reduced across
@@ -129,7 +129,8 @@ class AllReduceOp : public AsyncOpKernel {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, Communicator(process_set_id_, &comm), done);
     rm_reduce_op op = RM_SUM;
-    Proposal mine = Propose(Kind::kAllReduce, Inputs(ctx));
+    const std::vector<const Tensor*> inputs = Inputs(ctx);
+    Proposal mine = Propose(Kind::kAllReduce, inputs);
     mine.reduce_op = horovod_op_;
     mine.prescale_bits = Bits(prescale_);
     mine.postscale_bits = Bits(postscale_);
@@ -140,7 +141,8 @@ class AllReduceOp : public AsyncOpKernel {
           "RingmasterAllReduce on GPU tensors: prescale_factor and postscale_factor are not supported on the "
           "GPU yet (place the op on the CPU)");
     }
-    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_), done);
+    // Members that have joined stand in with zeros for host tensors (join.cc).
+    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_, gpu_ ? nullptr : &inputs), done);
     auto call = std::make_unique<Call>();
     call->ctx = ctx;
     call->done = std::move(done);
