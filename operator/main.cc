@@ -319,7 +319,9 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (flags->leader_elect) {
     LeaderElector elector(**client, flags->leader);
-    if (elector.Acquire(stop)) {
+    Status acquired = elector.Acquire(stop);
+    if (!acquired.ok() && acquired.code() != StatusCode::kCancelled) rc = 1;  // logged: it will not heal
+    if (acquired.ok()) {
       leading = true;
       metrics.Set("ringmaster_leader", 1);
       controller.Start();

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <random>
 
+#include "api_verdict.h"
 #include "log.h"
 #include "names.h"
 #include "observe.h"
@@ -189,7 +190,12 @@ bool Informer::Relist() {
       return false;
     }
     if (!resp->ok()) {
-      LogWarning("list failed", {{"informer", name_}, {"code", resp->code}, {"error", resp->Message()}});
+      // A missing CRD or Role is an error the user must act on; a 5xx may pass.
+      ApiVerdict v = JudgeListAnswer(name_.substr(0, name_.find('/')), path_, resp->code, resp->Message());
+      if (v.heals)
+        LogWarning("list failed", {{"informer", name_}, {"code", resp->code}, {"error", v.message}});
+      else
+        LogError("list failed", {{"informer", name_}, {"code", resp->code}, {"error", v.message}});
       return false;
     }
     json& body = resp->body;

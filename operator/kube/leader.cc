@@ -25,13 +25,19 @@ std::string LeaderElector::Path() const {
   return "/apis/coordination.k8s.io/v1/namespaces/" + options_.namespace_ + "/leases";
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
+ApiVerdict LeaderElector::Judge(std::string_view verb, const StatusOr<HttpResponse>& answer) const {
+  if (!answer.ok())
+    return JudgeLeaseAnswer(verb, 0, answer.status().ToString(), options_.namespace_, options_.name);
+  return JudgeLeaseAnswer(verb, answer->code, answer->Message(), options_.namespace_, options_.name);
+}
+
+bool LeaderElector::TryAcquireOrRenew(ApiVerdict* problem) {
+  *problem = {};
   const auto now_wall = std::chrono::system_clock::now();
   const auto now = std::chrono::steady_clock::now();
   const std::string now_text = FormatMicroTime(now_wall);
   auto got = client_.Request("GET", Path() + "/" + options_.name);
-  if (!got.ok()) return false;
-  if (got->code == 404) {
+  if (got.ok() && got->code == 404) {
     json lease = {{"apiVersion", "coordination.k8s.io/v1"},
                   {"kind", "Lease"},
                   {"metadata", {{"name", options_.name}, {"namespace", options_.namespace_}}},
@@ -42,9 +48,11 @@ bool LeaderElector::TryAcquireOrRenew() {
                     {"renewTime", now_text},
                     {"leaseTransitions", 0}}}};
     auto created = client_.Request("POST", Path(), &lease);
+    *problem = Judge("create", created);
     return created.ok() && created->ok();
   }
-  if (!got->ok()) return false;
+  *problem = Judge("get", got);
+  if (!got.ok() || !got->ok()) return false;
   json lease = got->body;
   json& spec = lease["spec"];
   if (!spec.is_object()) spec = json::object();
@@ -66,26 +74,48 @@ bool LeaderElector::TryAcquireOrRenew() {
   spec["leaseDurationSeconds"] = options_.lease_duration.count();
   spec["renewTime"] = now_text;
   auto put = client_.Request("PUT", Path() + "/" + options_.name, &lease);
-  if (!put.ok() || !put->ok()) return false;  // 409: someone else wrote first
+  if (put.ok() && put->code == 409) return false;  // someone else wrote first: not a problem
+  *problem = Judge("update", put);
+  if (!put.ok() || !put->ok()) return false;
   observed_record_ = options_.identity + "|" + now_text;
   observed_at_ = now;
   return true;
 }
 
-bool LeaderElector::Acquire(const std::atomic<bool>& stop) {
+Status LeaderElector::Acquire(const std::atomic<bool>& stop) {
   LogInfo("waiting for the leader lease",
           {{"lease", options_.namespace_ + "/" + options_.name}, {"identity", options_.identity}});
+  std::string holder_logged, problem_logged;
+  auto problem_at = std::chrono::steady_clock::time_point{};
   while (!stop) {
-    if (TryAcquireOrRenew()) {
+    ApiVerdict problem;
+    if (TryAcquireOrRenew(&problem)) {
       leading_ = true;
       LogInfo("became the leader", {{"identity", options_.identity}});
-      return true;
+      return OkStatus();
+    }
+    if (!problem.heals) {
+      LogError("cannot take the leader lease", {{"error", problem.message}});
+      return FailedPreconditionError(problem.message);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!problem.message.empty() &&
+        (problem.message != problem_logged || now - problem_at > std::chrono::seconds(30))) {
+      LogWarning("still waiting for the leader lease", {{"error", problem.message}});
+      problem_logged = problem.message;
+      problem_at = now;
+    }
+    const std::string holder = observed_record_.substr(0, observed_record_.find('|'));
+    if (problem.message.empty() && !holder.empty() && holder != holder_logged) {
+      LogInfo("another operator leads; standing by",
+              {{"lease", options_.namespace_ + "/" + options_.name}, {"holder", holder}});
+      holder_logged = holder;
     }
     for (auto t = std::chrono::milliseconds(0); t < options_.retry_period && !stop;
          t += std::chrono::milliseconds(100))
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return false;
+  return CancelledError("stopped while waiting for the leader lease");
 }
 
 bool LeaderElector::Renew(const std::atomic<bool>& stop) {
@@ -95,13 +125,14 @@ bool LeaderElector::Renew(const std::atomic<bool>& stop) {
          t += std::chrono::milliseconds(100))
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (stop) break;
-    if (TryAcquireOrRenew()) {
+    ApiVerdict problem;
+    if (TryAcquireOrRenew(&problem)) {
       last_renew = std::chrono::steady_clock::now();
       continue;
     }
     if (std::chrono::steady_clock::now() - last_renew > options_.renew_deadline) {
       leading_ = false;
-      LogError("lost the leader lease", {{"identity", options_.identity}});
+      LogError("lost the leader lease", {{"identity", options_.identity}, {"error", problem.message}});
       return false;
     }
   }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api_verdict.h"
 #include "client.h"
 
 namespace ringmaster::op {
@@ -29,8 +30,13 @@ class LeaderElector {
  public:
   LeaderElector(KubeClient& client, LeaderOptions options);
 
-  // Blocks until this process leads (true) or `stop` is set (false).
-  bool Acquire(const std::atomic<bool>& stop);
+  // Blocks until this process leads (OK) or `stop` is set (Cancelled).
+  // What waiting cannot heal (the lease's namespace is missing, a Role
+  // forbids the lease: core/api_verdict.h) is returned at once as
+  // FailedPrecondition saying what to do; what may heal is retried, and
+  // logged as a warning while it lasts, so a waiting operator is never
+  // silent.
+  Status Acquire(const std::atomic<bool>& stop);
   // Blocks renewing until leadership is lost (false) or `stop` is set (true).
   bool Renew(const std::atomic<bool>& stop);
   // Frees the lease if we hold it (bounded by the client's timeout).
@@ -39,7 +45,10 @@ class LeaderElector {
 
  private:
   // One attempt to take or renew; true when we hold the lease afterwards.
-  bool TryAcquireOrRenew();
+  // Else *problem says why (an empty message: another holder leads).
+  bool TryAcquireOrRenew(ApiVerdict* problem);
+  // The verdict on one answer, `verb` being get, create or update.
+  ApiVerdict Judge(std::string_view verb, const StatusOr<HttpResponse>& answer) const;
   std::string Path() const;
 
   KubeClient& client_;

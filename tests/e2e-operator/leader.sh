@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
 # Two operators share one Lease: one leads and reconciles, the other stands
 # by; the leader is SIGKILLed and the standby takes over within the lease
-# duration; SIGTERM releases the lease.
+# duration; SIGTERM releases the lease. Without its lease namespace the
+# operator stops at once with an error naming it, not a silent wait.
 . "$(dirname "$0")/lib_operator.sh"
 setup
+
+missing="$NS-absent"
+start_operator lost --leader-election-namespace "$missing"
+for _ in $(seq 1 100); do
+  kill -0 "${OP_PIDS[lost]}" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "${OP_PIDS[lost]}" 2>/dev/null && fail "the operator without its lease namespace still runs after 10s"
+wait "${OP_PIDS[lost]}" 2>/dev/null && rc=0 || rc=$?
+unset "OP_PIDS[lost]"
+expect_eq "exit code without the lease namespace" "$rc" 1
+grep '"level":"error"' "$LOGDIR/lost.log" | grep -qF "namespace \\\"$missing\\\" does not exist" ||
+  fail "no error naming the namespace $missing: $(cat "$LOGDIR/lost.log")"
+grep -q -- "--leader-elect=false" "$LOGDIR/lost.log" || fail "the error does not name --leader-elect=false"
+pass "without its lease namespace the operator exits with an error naming it"
+
 lease_flags=(--lease-duration 6 --renew-deadline 4 --retry-period 1 --leader-election-id e2e-lease)
 start_operator alpha "${lease_flags[@]}"
 wait_jsonpath 60 lease/e2e-lease '{.spec.holderIdentity}' alpha -n "$NS"
