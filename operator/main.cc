@@ -28,7 +28,7 @@ namespace {
 constexpr char kUsage[] = R"(Usage: ringmaster-operator [FLAGS]
 
 Connection (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config):
-  --kubeconfig PATH            kubeconfig file (token, token file or client certificate)
+  --kubeconfig PATH            kubeconfig file (token, token file, client certificate or exec plugin)
   --context NAME               kubeconfig context (default: its current-context)
   --qps N                      client-side requests per second   (env RINGMASTER_QPS, default 500)
   --burst N                    client-side burst                  (env RINGMASTER_BURST, default 1000)

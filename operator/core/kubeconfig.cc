@@ -24,7 +24,7 @@ YAML::Node FindNamed(const YAML::Node& list, const std::string& name, const char
 
 std::string Resolve(const std::string& path, const std::string& base_dir) {
   if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
-  return base_dir + "/" + path;
+  return base_dir + "/" + (path.rfind("./", 0) == 0 ? path.substr(2) : path);
 }
 
 // "<field>-data" (base64) or "<field>" (a file path), whichever is there.
@@ -40,6 +40,37 @@ StatusOr<std::string> DataOrFile(const YAML::Node& n, const std::string& field, 
   const std::string path = Str(n, field.c_str());
   if (path.empty()) return std::string();
   return read_file(Resolve(path, base_dir));
+}
+
+// The user's `exec` stanza. A relative command with a slash is resolved
+// against the kubeconfig's directory, as client-go does; a bare name is
+// looked up on PATH when it runs.
+StatusOr<ExecConfig> ParseExec(const YAML::Node& n, const std::string& user, const std::string& base_dir) {
+  if (!n.IsMap()) return InvalidArgumentError("kubeconfig user '" + user + "': exec must be a mapping");
+  ExecConfig e;
+  e.user = user;
+  e.api_version = Str(n, "apiVersion");
+  e.command = Str(n, "command");
+  if (e.command.find('/') != std::string::npos) e.command = Resolve(e.command, base_dir);
+  e.install_hint = Str(n, "installHint");
+  e.provide_cluster_info = Str(n, "provideClusterInfo") == "true";
+  if (const std::string mode = Str(n, "interactiveMode"); !mode.empty()) e.interactive_mode = mode;
+  if (n["args"]) {
+    if (!n["args"].IsSequence())
+      return InvalidArgumentError("kubeconfig user '" + user + "': exec.args must be a list");
+    for (const auto& a : n["args"]) e.args.push_back(a.as<std::string>());
+  }
+  if (n["env"] && !n["env"].IsNull()) {
+    if (!n["env"].IsSequence())
+      return InvalidArgumentError("kubeconfig user '" + user + "': exec.env must be a list");
+    for (const auto& v : n["env"]) {
+      if (Str(v, "name").empty())
+        return InvalidArgumentError("kubeconfig user '" + user + "': every exec.env entry needs a name");
+      e.env.emplace_back(Str(v, "name"), Str(v, "value"));
+    }
+  }
+  if (Status st = ValidateExecConfig(e); !st.ok()) return st;
+  return e;
 }
 
 }  // namespace
@@ -134,6 +165,11 @@ StatusOr<ClusterConfig> ParseKubeconfig(const std::string& text, const std::stri
     if (cfg.client_cert_pem.empty() != cfg.client_key_pem.empty())
       return InvalidArgumentError("kubeconfig user '" + user_name +
                                   "' has a client certificate without a key, or a key without a certificate");
+    if (user["exec"]) {
+      auto exec = ParseExec(user["exec"], user_name, base_dir);
+      if (!exec.ok()) return exec.status();
+      cfg.exec = *exec;
+    }
   } else if (!user_name.empty()) {
     return NotFoundError("kubeconfig has no user '" + user_name + "'");
   }

@@ -1,5 +1,6 @@
 // Where the API server is and how to authenticate: from a kubeconfig file
-// (token, token file or client certificate; inline *-data or file paths) or
+// (token, token file, client certificate, or an exec credential plugin;
+// inline *-data or file paths) or
 // from inside a pod (service account token, CA, KUBERNETES_SERVICE_HOST/PORT).
 // Pure: files and the environment come through the callbacks, so tests need
 // no file system.
@@ -10,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "exec_credential.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster::op {
@@ -22,6 +24,8 @@ struct ClusterConfig {
   // Re-read before requests when set: projected service-account tokens rotate.
   std::string token_file;
   std::string client_cert_pem, client_key_pem;
+  // A plugin that prints the credential (kube/exec_plugin.h runs it).
+  std::optional<ExecConfig> exec;
   std::string namespace_;  // the context's (or the pod's) namespace; "" when unset
 };
 

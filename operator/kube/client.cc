@@ -8,7 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "exec_plugin.h"
 #include "log.h"
+#include "time_util.h"
 
 namespace ringmaster::op {
 
@@ -63,6 +65,8 @@ struct KubeClient::Impl {
   std::chrono::steady_clock::time_point last_refill = std::chrono::steady_clock::now();
   std::string token;
   std::chrono::steady_clock::time_point token_read{};
+  std::mutex exec_mu;  // one plugin run at a time; guards exec_cred
+  std::optional<ExecCredential> exec_cred;
   std::unique_ptr<http::client::http_client> client;
 
   http::client::http_client_config Config(const ClusterConfig& cfg, std::chrono::seconds timeout) const {
@@ -106,6 +110,18 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(ClusterConfig config, C
     return InvalidArgumentError("API server URL must be http(s)://: '" + config.server + "'");
   if (options.qps <= 0 || options.burst <= 0) return InvalidArgumentError("--qps and --burst must be > 0");
   std::unique_ptr<KubeClient> c(new KubeClient(std::move(config), options));
+  if (c->config_.exec) {
+    // Run the plugin now: a broken login fails at start, naming the plugin.
+    // A client certificate from it is used for the life of the client
+    // (clouds' plugins issue tokens, which are refreshed).
+    auto cred = RunExecPlugin(c->config_);
+    if (!cred.ok()) return cred.status();
+    if (!cred->client_cert_pem.empty()) {
+      c->config_.client_cert_pem = cred->client_cert_pem;
+      c->config_.client_key_pem = cred->client_key_pem;
+    }
+    c->impl_->exec_cred = *cred;
+  }
   try {
     c->impl_->client =
         std::make_unique<http::client::http_client>(utility::conversions::to_string_t(c->config_.server),
@@ -134,7 +150,31 @@ void KubeClient::Throttle() {
   }
 }
 
-std::string KubeClient::Token() {
+void KubeClient::ForgetExecCredential() {
+  if (!config_.exec) return;
+  std::lock_guard<std::mutex> lock(impl_->exec_mu);
+  impl_->exec_cred.reset();
+}
+
+StatusOr<std::string> KubeClient::Token() {
+  if (config_.exec) {
+    std::lock_guard<std::mutex> lock(impl_->exec_mu);
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    if (!impl_->exec_cred || NeedsRefresh(*impl_->exec_cred, now)) {
+      auto cred = RunExecPlugin(config_);
+      if (!cred.ok()) {
+        LogError("the exec credential plugin failed", {{"error", cred.status().ToString()}});
+        return cred.status();
+      }
+      impl_->exec_cred = *cred;
+      LogInfo("exec credential plugin: new credential",
+              {{"plugin", config_.exec->command},
+               {"expires", cred->expires_unix ? FormatRfc3339(*cred->expires_unix) : std::string("never")}});
+    }
+    return impl_->exec_cred->token;
+  }
   std::lock_guard<std::mutex> lock(impl_->mu);
   const auto now = std::chrono::steady_clock::now();
   if (!config_.token_file.empty() && now - impl_->token_read > std::chrono::seconds(60)) {
@@ -177,9 +217,9 @@ std::vector<HttpResponse> KubeClient::RequestAll(const std::vector<Call>& calls)
     http::http_request req(Method(c.method));
     req.set_request_uri(utility::conversions::to_string_t(c.path));
     req.headers().add(U("Accept"), U("application/json"));
-    const std::string token = Token();
-    if (!token.empty())
-      req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + token));
+    const auto token = Token();
+    if (token.ok() && !token->empty())
+      req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + *token));
     if (c.body) req.set_body(c.body->dump(), "application/json");
     tasks.push_back(impl_->client->request(req).then([](http::http_response resp) {
       const int code = resp.status_code();
@@ -199,18 +239,36 @@ std::vector<HttpResponse> KubeClient::RequestAll(const std::vector<Call>& calls)
       out[i].body = {{"message", calls[i].method + " " + calls[i].path + ": " + e.what()}};
     }
   }
+  for (const HttpResponse& r : out) {
+    if (r.code == 401) {
+      ForgetExecCredential();  // the next request runs the plugin again
+      break;
+    }
+  }
   return out;
 }
 
 StatusOr<HttpResponse> KubeClient::Request(std::string_view method, const std::string& path, const json* body,
                                            std::string_view content_type) {
+  // With an exec plugin a 401 means the token expired early or was revoked:
+  // run the plugin again and retry once, as client-go does.
+  for (int attempt = 0;; ++attempt) {
+    auto out = RequestOnce(method, path, body, content_type);
+    if (!config_.exec || attempt > 0 || !out.ok() || out->code != 401) return out;
+    ForgetExecCredential();
+  }
+}
+
+StatusOr<HttpResponse> KubeClient::RequestOnce(std::string_view method, const std::string& path,
+                                               const json* body, std::string_view content_type) {
   Throttle();
   http::http_request req(Method(method));
   req.set_request_uri(utility::conversions::to_string_t(path));
   req.headers().add(U("Accept"), U("application/json"));
-  const std::string token = Token();
-  if (!token.empty())
-    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + token));
+  const auto token = Token();
+  if (!token.ok()) return token.status();
+  if (!token->empty())
+    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + *token));
   if (body) req.set_body(body->dump(), std::string(content_type));
   try {
     http::http_response resp = impl_->client->request(req).get();
@@ -242,14 +300,16 @@ Status KubeClient::Watch(const std::string& path, const std::function<bool(std::
   http::http_request req(http::methods::GET);
   req.set_request_uri(utility::conversions::to_string_t(path));
   req.headers().add(U("Accept"), U("application/json"));
-  const std::string token = Token();
-  if (!token.empty())
-    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + token));
+  const auto token = Token();
+  if (!token.ok()) return token.status();
+  if (!token->empty())
+    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + *token));
   pplx::cancellation_token ct =
       canceller ? canceller->impl()->source.get_token() : pplx::cancellation_token::none();
   try {
     http::http_response resp = client->request(req, ct).get();
     if (http_code) *http_code = resp.status_code();
+    if (resp.status_code() == 401) ForgetExecCredential();  // the reconnect runs the plugin again
     if (resp.status_code() < 200 || resp.status_code() >= 300) {
       const std::string text = resp.extract_utf8string(true).get();
       if (!on_line(text)) return OkStatus();

@@ -1,6 +1,7 @@
 // A small Kubernetes REST client over cpprestsdk: JSON requests with the
 // cluster's CA, a bearer token (re-read from its file, as projected tokens
-// rotate) or a client certificate, client-side QPS/burst limiting, a timeout
+// rotate; or an exec plugin's, refreshed on expiry and on 401) or a client
+// certificate, client-side QPS/burst limiting, a timeout
 // on every request, and streaming watches that can be cancelled.
 #pragma once
 
@@ -80,8 +81,14 @@ class KubeClient {
 
  private:
   KubeClient(ClusterConfig config, ClientOptions options);
+  StatusOr<HttpResponse> RequestOnce(std::string_view method, const std::string& path,
+                                     const nlohmann::json* body, std::string_view content_type);
   void Throttle();
-  std::string Token();
+  // The bearer token for the next request: the kubeconfig's, the token
+  // file's (re-read every minute), or the exec plugin's (run again when it
+  // expires or after a 401: ForgetExecCredential). An error names the plugin.
+  StatusOr<std::string> Token();
+  void ForgetExecCredential();
 
   struct Impl;
   ClusterConfig config_;

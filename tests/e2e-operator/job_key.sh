@@ -11,25 +11,9 @@
 . "$(dirname "$0")/lib_operator.sh"
 setup
 
-# A kubeconfig for manifests/' service account, on the testbed's server and CA.
-sa_kubeconfig() {
-  local server ca token
-  server=$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.server}')
-  ca=$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
-  if [ -z "$ca" ]; then
-    ca=$(base64 -w0 <"$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority}')")
-  fi
-  token=$(k -n ringmaster-system create token ringmaster-operator --duration=1h) || fail "cannot create a token"
-  cat >"$LOGDIR/sa.kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: testbed, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
-users: [{name: sa, user: {token: "$token"}}]
-contexts: [{name: sa, context: {cluster: testbed, user: sa}}]
-current-context: sa
-YAML
-}
-sa_kubeconfig
+# A kubeconfig for manifests/' service account (a token), on the testbed.
+token=$(sa_token) || fail "cannot create a token"
+testbed_kubeconfig "$LOGDIR/sa.kubeconfig" "{token: \"$token\"}"
 # start_operator passes --kubeconfig $KUBECONFIG first; a later one wins.
 start_sa_operator() { start_operator "$1" --leader-elect=false --kubeconfig "$LOGDIR/sa.kubeconfig" "${@:2}"; }
 

@@ -109,6 +109,28 @@ condition_reason() {  # JOB TYPE
   k -n "$NS" get djob "$1" -o "jsonpath={.status.conditions[?(@.type==\"$2\")].reason}"
 }
 
+# sa_token: a token (1 h) of manifests/' service account ringmaster-operator.
+sa_token() { k -n ringmaster-system create token ringmaster-operator --duration=1h; }
+
+# testbed_kubeconfig FILE USER: a kubeconfig for the testbed's server and CA
+# whose one user is USER (a flow mapping: `{token: ...}`, `{exec: {...}}`).
+testbed_kubeconfig() {
+  local server ca
+  server=$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.server}')
+  ca=$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority-data}')
+  if [ -z "$ca" ]; then
+    ca=$(base64 -w0 <"$(k config view --minify --raw -o 'jsonpath={.clusters[0].cluster.certificate-authority}')")
+  fi
+  cat >"$1" <<YAML
+apiVersion: v1
+kind: Config
+clusters: [{name: testbed, cluster: {server: "$server", certificate-authority-data: "$ca"}}]
+users: [{name: sa, user: $2}]
+contexts: [{name: sa, context: {cluster: testbed, user: sa}}]
+current-context: sa
+YAML
+}
+
 # job_yaml NAME WORKERS RESTART_POLICY [CHIEF(0|1)] [RUNPOLICY-YAML] [SPEC-EXTRA-YAML]
 job_yaml() {
   local name=$1 workers=$2 policy=$3 chief=${4:-0} run=${5:-"{}"} extra=${6:-}
