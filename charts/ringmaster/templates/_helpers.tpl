@@ -1,17 +1,47 @@
+{{/* The chart's name; nameOverride replaces it in the full name. */}}
+{{- define "ringmaster.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Helm's usual full name: fullnameOverride, else the release name when it
+already contains the chart's name, else "<release>-<name>". 63 characters at
+most: every object name (and the Lease, --leader-election-id) derives from it. */}}
 {{- define "ringmaster.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "ringmaster.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
+{{/* "<fullname>-<suffix>" in 63 characters: the full name is cut, never the
+suffix, so two objects never end up with the same truncated name (a Service
+name must be a DNS label). Usage: include "ringmaster.suffixedName" (list . "metrics") */}}
+{{- define "ringmaster.suffixedName" -}}
+{{- $ctx := index . 0 -}}
+{{- $suffix := index . 1 -}}
+{{- $room := int (sub 62 (len $suffix)) -}}
+{{- printf "%s-%s" (include "ringmaster.fullname" $ctx | trunc $room | trimSuffix "-") $suffix -}}
+{{- end -}}
+
+{{- define "ringmaster.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* app.kubernetes.io/name stays ringmaster-operator whatever nameOverride
+says: it is the label manifests/, the docs and the tests select the
+operator's pods by (kubectl logs -l app.kubernetes.io/name=ringmaster-operator);
+app.kubernetes.io/instance tells two releases apart. */}}
 {{- define "ringmaster.labels" -}}
-app.kubernetes.io/name: ringmaster-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "ringmaster.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+helm.sh/chart: {{ include "ringmaster.chart" . }}
 {{- end -}}
 
 {{- define "ringmaster.selectorLabels" -}}
