@@ -314,14 +314,12 @@ void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out
   if (!c) return;
   d.RejectUnknown(*c, path, {"implementation", "bytesPerPack", "timeoutSeconds", "keySecretRef"});
   DecodeKeySecretRef(d, *c, path, key_secret_ref);
-  if (auto s = d.String(*c, "implementation", path)) {
-    auto impl = ParseImplementation(*s, path + ".implementation");
-    if (impl.ok()) {
-      out.implementation = *impl;
-    } else {
-      d.Error(path + ".implementation",
-              "unknown implementation '" + *s + "', expected one of: AUTO, RING, NCCL");
-    }
+  // Exactly the CRD's enum, so a file runs locally only if the API server
+  // would take it too (RINGMASTER_IMPLEMENTATION stays case-insensitive).
+  if (auto impl = d.Enum<Implementation>(
+          *c, "implementation", path,
+          {{"AUTO", Implementation::kAuto}, {"RING", Implementation::kRing}, {"NCCL", Implementation::kNccl}})) {
+    out.implementation = *impl;
   }
   if (auto b = d.Integer(*c, "bytesPerPack", path, 0, INT64_MAX)) out.bytes_per_pack = *b;
   if (auto t = d.Number(*c, "timeoutSeconds", path, 0)) {

@@ -51,7 +51,7 @@ TEST(LoadJobs, DefaultsAreApplied) {
 TEST(LoadJobs, EveryFieldIsRead) {
   auto job = LoadSingleJob(std::string(kHead) + R"(  port: 3000
   successPolicy: AllWorkers
-  communication: {implementation: ring, bytesPerPack: 4096, timeoutSeconds: 30}
+  communication: {implementation: RING, bytesPerPack: 4096, timeoutSeconds: 30}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true}
   replicaSpecs:
     Master:
@@ -170,7 +170,13 @@ TEST(Validate, CommunicationOptions) {
   ExpectError(std::string(kHead) + "  communication:\n    timeoutSeconds: -5\n  replicaSpecs:\n" + kWorker,
               "job.yaml:7:21: spec.communication.timeoutSeconds", "must be >= 0");
   ExpectError(std::string(kHead) + "  communication:\n    implementation: GLOO\n  replicaSpecs:\n" + kWorker,
-              "job.yaml:7:21: spec.communication.implementation", "unknown implementation 'GLOO'");
+              "job.yaml:7:21: spec.communication.implementation",
+              "unknown value 'GLOO', expected one of: AUTO, RING, NCCL");
+  // The CRD's enum is exact, so the loader is too: the same file must not
+  // run locally and be refused by the API server.
+  ExpectError(std::string(kHead) + "  communication:\n    implementation: ring\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:21: spec.communication.implementation",
+              "unknown value 'ring', expected one of: AUTO, RING, NCCL");
   ExpectError(std::string(kHead) + "  communication:\n    bytesPerPack: lots\n  replicaSpecs:\n" + kWorker,
               "job.yaml:7:19: spec.communication.bytesPerPack", "must be an integer, got 'lots'");
 }
