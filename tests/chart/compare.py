@@ -28,15 +28,8 @@ HELM_LABELS = {
 #  - The Namespace: Helm's practice is `helm install -n NS --create-namespace`;
 #    a chart that templates its own release namespace cannot be installed
 #    into an existing one.
-#  - The user roles: the chart names its cluster-scoped ClusterRoles after the
-#    release (<fullname>-edit/-view), so two releases do not claim the same
-#    object; manifests/02-rbac.yaml names them ringmaster-edit/-view. The
-#    objects are compared under that mapping.
 ONLY_IN_MANIFESTS = {("Namespace", "", "ringmaster-system")}
-RENAMED = {  # manifests/' name -> the chart's name
-    ("ClusterRole", "", "ringmaster-edit"): ("ClusterRole", "", "ringmaster-operator-edit"),
-    ("ClusterRole", "", "ringmaster-view"): ("ClusterRole", "", "ringmaster-operator-view"),
-}
+RENAMED: dict = {}  # manifests/' name -> the chart's, where they differ (none now)
 #  - The operator's ClusterRole: manifests/ grant the NetworkPolicy rule
 #    always (static YAML); the chart only with networkPolicy.enabled (the
 #    flag that uses it). So manifests/' rules must equal the chart's with
@@ -205,7 +198,7 @@ def main():
               "wrong, or, for a difference on purpose, add it with its reason to %s." % (len(failures), __file__))
         return 1
     print("ok: the chart's defaults render the %d objects of manifests/ (%d equal field by field; "
-          "Namespace left to --create-namespace; edit/view roles renamed; the NetworkPolicy rule "
+          "Namespace left to --create-namespace; the NetworkPolicy rule "
           "under networkPolicy.enabled); manifests/Kustomization lists all %d files"
           % (len(mapped) + len(ONLY_IN_MANIFESTS), equal, len(files)))
     return 0
