@@ -1,3 +1,7 @@
+// The replica's side of replica_env.h: reading the environment
+// (ParseReplicaEnv, ParseAgentPorts). The agent links this, and libringmaster
+// carries it; building the environment (replica_env_build.cc) needs the job
+// model and TF_CONFIG generation, which only the operator and the CLI link.
 #include "ringmaster/replica_env.h"
 
 #include <charconv>
@@ -39,31 +43,7 @@ StatusOr<std::optional<int>> Int(const GetEnv& getenv, const char* name, int lo,
   return std::optional<int>(d);
 }
 
-std::string JoinPorts(const std::vector<int>& ports) {
-  std::string out;
-  for (int p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
-  return out;
-}
-
 }  // namespace
-
-StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
-                                  const ReplicaEnvOptions& opts) {
-  auto tf_config = GenerateTfConfig(job, key.type, key.index, opts.tf_config, opts.address);
-  if (!tf_config.ok()) return tf_config.status();
-  EnvList env;
-  env.emplace_back(kEnvTfConfig, *tf_config);
-  for (const auto& [name, value] : job.communication.ToEnv()) env.emplace_back(name, value);
-  if (!opts.agent_ports) {
-    env.emplace_back(kEnvAgentPort, std::to_string(DefaultAgentPort(job.port)));
-  } else if (!opts.agent_ports->empty()) {
-    env.emplace_back(kEnvAgentPort, JoinPorts(*opts.agent_ports));
-  }
-  if (opts.restart_count) env.emplace_back(kEnvRestartCount, std::to_string(*opts.restart_count));
-  if (!opts.termination_log.empty()) env.emplace_back(kEnvTerminationLog, opts.termination_log);
-  if (!opts.job_key_file.empty()) env.emplace_back(kEnvJobKeyFile, opts.job_key_file);
-  return env;
-}
 
 StatusOr<std::vector<int>> ParseAgentPorts(std::string_view v, size_t members) {
   std::vector<int> out;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the agent from a build tree into a scratch prefix, then builds
-# examples/link against it twice (CMake's find_package, and pkg-config) and
+# examples/link against it (CMake's find_package, shared and static, and
+# pkg-config) and
 # runs the results as a one-member group.
 # usage: link_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -18,8 +19,9 @@ print(" ".join(str(s.getsockname()[1]) for s in ss))')
 read -r p0 p1 <<<"$ports"
 cluster="{\"worker\":[\"127.0.0.1:$p0\",\"127.0.0.1:$p1\"]}"
 export RINGMASTER_FORMATION_TIMEOUT_SECONDS=60
-# Two members, two processes: the C++ example, then the C one.
-for exe in allreduce_example allreduce_example_c; do
+# Two members, two processes: the C++ example, the C one, then the C++ one
+# linked against libringmaster.a.
+for exe in allreduce_example allreduce_example_c allreduce_example_static; do
   TF_CONFIG="{\"cluster\":$cluster,\"task\":{\"type\":\"worker\",\"index\":1}}" "$work/build/$exe" &
   other=$!
   TF_CONFIG="{\"cluster\":$cluster,\"task\":{\"type\":\"worker\",\"index\":0}}" "$work/build/$exe"

@@ -1,0 +1,34 @@
+// The operator's and the CLI's side of replica_env.h: a replica's
+// environment from its job (replica_env.cc reads it back in the replica).
+#include "ringmaster/replica_env.h"
+
+namespace ringmaster {
+namespace {
+
+std::string JoinPorts(const std::vector<int>& ports) {
+  std::string out;
+  for (int p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
+                                  const ReplicaEnvOptions& opts) {
+  auto tf_config = GenerateTfConfig(job, key.type, key.index, opts.tf_config, opts.address);
+  if (!tf_config.ok()) return tf_config.status();
+  EnvList env;
+  env.emplace_back(kEnvTfConfig, *tf_config);
+  for (const auto& [name, value] : job.communication.ToEnv()) env.emplace_back(name, value);
+  if (!opts.agent_ports) {
+    env.emplace_back(kEnvAgentPort, std::to_string(DefaultAgentPort(job.port)));
+  } else if (!opts.agent_ports->empty()) {
+    env.emplace_back(kEnvAgentPort, JoinPorts(*opts.agent_ports));
+  }
+  if (opts.restart_count) env.emplace_back(kEnvRestartCount, std::to_string(*opts.restart_count));
+  if (!opts.termination_log.empty()) env.emplace_back(kEnvTerminationLog, opts.termination_log);
+  if (!opts.job_key_file.empty()) env.emplace_back(kEnvJobKeyFile, opts.job_key_file);
+  return env;
+}
+
+}  // namespace ringmaster
