@@ -50,14 +50,8 @@ SH
 chmod +x "$LOGDIR/broken"
 testbed_kubeconfig "$LOGDIR/broken.kubeconfig" "{exec: {apiVersion: client.authentication.k8s.io/v1, command: ./broken}}"
 start_operator broken --leader-elect=false --kubeconfig "$LOGDIR/broken.kubeconfig"
-for _ in $(seq 1 100); do
-  kill -0 "${OP_PIDS[broken]}" 2>/dev/null || break
-  sleep 0.1
-done
-kill -0 "${OP_PIDS[broken]}" 2>/dev/null && fail "the operator with a failing exec plugin still runs after 10s"
-wait "${OP_PIDS[broken]}" 2>/dev/null && rc=0 || rc=$?
-unset "OP_PIDS[broken]"
-[ "$rc" != 0 ] || fail "the operator with a failing exec plugin exited 0"
+await_operator_exit broken "with a failing exec plugin"
+[ "$OP_RC" != 0 ] || fail "the operator with a failing exec plugin exited 0"
 grep -qF "exec plugin '$LOGDIR/broken' of kubeconfig user 'sa' failed with exit code 3" "$LOGDIR/broken.log" ||
   fail "the error does not name the plugin: $(cat "$LOGDIR/broken.log")"
 grep -qF "SSO session expired" "$LOGDIR/broken.log" || fail "the error does not quote the plugin's stderr"

@@ -8,14 +8,8 @@ setup
 
 missing="$NS-absent"
 start_operator lost --leader-election-namespace "$missing"
-for _ in $(seq 1 100); do
-  kill -0 "${OP_PIDS[lost]}" 2>/dev/null || break
-  sleep 0.1
-done
-kill -0 "${OP_PIDS[lost]}" 2>/dev/null && fail "the operator without its lease namespace still runs after 10s"
-wait "${OP_PIDS[lost]}" 2>/dev/null && rc=0 || rc=$?
-unset "OP_PIDS[lost]"
-expect_eq "exit code without the lease namespace" "$rc" 1
+await_operator_exit lost "without its lease namespace"
+expect_eq "exit code without the lease namespace" "$OP_RC" 1
 grep '"level":"error"' "$LOGDIR/lost.log" | grep -qF "namespace \\\"$missing\\\" does not exist" ||
   fail "no error naming the namespace $missing: $(cat "$LOGDIR/lost.log")"
 grep -q -- "--leader-elect=false" "$LOGDIR/lost.log" || fail "the error does not name --leader-elect=false"

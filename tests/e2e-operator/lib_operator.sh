@@ -27,17 +27,23 @@ start_operator() {
   note "operator $name started (pid ${OP_PIDS[$name]})"
 }
 
-# kill_operator NAME SIGNAL: signals it and waits (bounded) for it to exit.
-kill_operator() {
-  local name=$1 sig=$2 pid=${OP_PIDS[$1]} i
-  kill "-$sig" "$pid" 2>/dev/null || true
-  for i in $(seq 1 100); do
+# await_operator_exit NAME WHY: waits (10 s at most) for it to exit; its exit
+# code in OP_RC. WHY ends the failure message ("within 10s WHY").
+await_operator_exit() {
+  local name=$1 pid=${OP_PIDS[$1]}
+  for _ in $(seq 1 100); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  kill -0 "$pid" 2>/dev/null && fail "operator $name did not exit within 10s of SIG$sig"
+  kill -0 "$pid" 2>/dev/null && fail "operator $name did not exit within 10s $2"
   wait "$pid" 2>/dev/null && OP_RC=0 || OP_RC=$?
   unset "OP_PIDS[$name]"
+}
+
+# kill_operator NAME SIGNAL: signals it and waits (bounded) for it to exit.
+kill_operator() {
+  kill "-$2" "${OP_PIDS[$1]}" 2>/dev/null || true
+  await_operator_exit "$1" "of SIG$2"
 }
 
 # metrics_port NAME: the port the operator logged.
