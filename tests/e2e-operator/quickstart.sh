@@ -34,7 +34,7 @@ pass "service and pods with the exact TF_CONFIG"
 wait_pods_running 90 quickstart 3
 wait_state 60 quickstart Running
 table=$(k -n "$NS" get djob)
-grep -q "STATE *WORKERS *AGE" <<<"$table" || fail "kubectl get djob header: $table"
+grep -q "STATE *WORKERS *RESTARTS *STARTED *FINISHED *AGE" <<<"$table" || fail "kubectl get djob header: $table"
 grep -Eq "^quickstart +Running +2 " <<<"$table" || fail "kubectl get djob row: $table"
 pass "pods Running -> job Running; kubectl get djob: $(tail -1 <<<"$table")"
 
