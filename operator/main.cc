@@ -13,12 +13,13 @@
 
 #include "client.h"
 #include "controller.h"
-#include "http_server.h"
+#include "endpoints.h"
 #include "kubeconfig.h"
 #include "leader.h"
 #include "log.h"
 #include "metrics.h"
 #include "pplx/threadpool.h"
+#include "process_metrics.h"
 
 using namespace ringmaster;
 using namespace ringmaster::op;
@@ -46,7 +47,8 @@ Leader election (coordination.k8s.io/v1 Lease):
   --identity ID                (env POD_NAME, default hostname_pid)
   --lease-duration S / --renew-deadline S / --retry-period S   (15 / 10 / 2)
 Operations:
-  --metrics-address HOST:PORT  /metrics, /healthz, /readyz       (default :8080; "0" disables)
+  --metrics-address HOST:PORT  /metrics                          (default :8080; "0" disables)
+  --health-probe-address HOST:PORT  /healthz, /readyz        (default :8081; "0" disables)
   --log-level debug|info|warning|error
 )";
 
@@ -65,6 +67,7 @@ struct Flags {
   bool network_policy = false;
   LeaderOptions leader;
   std::string metrics_address = ":8080";
+  std::string probe_address = ":8081";  // controller-runtime's ports: metrics 8080, probes 8081
 };
 
 void SplitInto(const std::string& text, std::vector<std::string>& out) {
@@ -178,6 +181,10 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
       auto v = next();
       if (!v.ok()) return v.status();
       f.metrics_address = *v;
+    } else if (arg == "--health-probe-address") {
+      auto v = next();
+      if (!v.ok()) return v.status();
+      f.probe_address = *v;
     } else if (arg == "--log-level") {
       auto v = next();
       if (!v.ok()) return v.status();
@@ -279,7 +286,18 @@ int main(int argc, char** argv) {
     LogError("cannot make a client", {{"error", events_client.status().ToString()}});
     return 1;
   }
-  Metrics metrics;
+  OperatorMetrics metrics(RINGMASTER_VERSION);
+  {
+    // rest_client_*'s host label: the API server's host:port, as client-go's.
+    const std::string& server = config->server;
+    const size_t scheme = server.find("://");
+    metrics.SetApiHost(scheme == std::string::npos ? server : server.substr(scheme + 3));
+    auto observe = [&metrics](std::string_view method, int code, double s) {
+      metrics.Request(method, code, s);
+    };
+    (*client)->SetRequestObserver(observe);
+    (*events_client)->SetRequestObserver(observe);
+  }
   ControllerOptions options;
   options.namespaces = flags->namespaces;
   options.workers = flags->workers;
@@ -288,27 +306,28 @@ int main(int argc, char** argv) {
   options.build.network_policy = flags->network_policy;
   Controller controller(**client, **events_client, metrics, options);
   std::atomic<bool> leading{false};
-  metrics.DeclareGauge("ringmaster_leader", "1 when this process holds the leader lease.");
 
-  HttpServer server;
-  server.Handle("/metrics", [&](const std::string&) {
-    return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics.Render()};
-  });
-  server.Handle("/healthz", [](const std::string&) {
-    return HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
-  });
-  server.Handle("/readyz", [&](const std::string&) {
-    // A standby is ready to take over; a leader once its caches are synced.
-    if (!leading || controller.Synced()) return HttpReply{200, "text/plain; charset=utf-8", "ok\n"};
-    return HttpReply{503, "text/plain; charset=utf-8", "caches not synced\n"};
-  });
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
   if (flags->metrics_address != "0") {
-    Status st = server.Start(flags->metrics_address);
-    if (!st.ok()) {
-      LogError("cannot serve metrics", {{"error", st.ToString()}});
+    auto e = MetricsEndpoint::Start(flags->metrics_address,
+                                    {metrics.registry(), std::make_shared<ProcessCollector>()});
+    if (!e.ok()) {
+      LogError("cannot serve metrics", {{"error", e.status().ToString()}});
       return 1;
     }
-    LogInfo("serving /metrics, /healthz, /readyz", {{"port", server.port()}});
+    metrics_endpoint = std::move(*e);
+    LogInfo("serving /metrics", {{"port", metrics_endpoint->port()}});
+  }
+  std::unique_ptr<ProbeEndpoint> probes;
+  if (flags->probe_address != "0") {
+    // A standby is ready to take over; a leader once its caches are synced.
+    auto e = ProbeEndpoint::Start(flags->probe_address, [&] { return !leading || controller.Synced(); });
+    if (!e.ok()) {
+      LogError("cannot serve the health probes", {{"error", e.status().ToString()}});
+      return 1;
+    }
+    probes = std::move(*e);
+    LogInfo("serving /healthz, /readyz", {{"probe_port", probes->port()}});
   }
   LogInfo("starting", {{"server", config->server},
                        {"workers", flags->workers},
@@ -323,11 +342,11 @@ int main(int argc, char** argv) {
     if (!acquired.ok() && acquired.code() != StatusCode::kCancelled) rc = 1;  // logged: it will not heal
     if (acquired.ok()) {
       leading = true;
-      metrics.Set("ringmaster_leader", 1);
+      metrics.SetLeader(true);
       controller.Start();
       if (!elector.Renew(stop)) rc = 1;  // lost the lease: stop reconciling at once
       leading = false;
-      metrics.Set("ringmaster_leader", 0);
+      metrics.SetLeader(false);
       controller.Stop();
       elector.Release();
     }
@@ -337,7 +356,8 @@ int main(int argc, char** argv) {
     while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     controller.Stop();
   }
-  server.Stop();
+  probes.reset();  // before the controller its readiness asks goes
+  metrics_endpoint.reset();
   LogInfo("stopped", {{"exit_code", rc}});
   return rc;
 }

@@ -1,128 +1,176 @@
 #include "metrics.h"
 
-#include <cstdint>
+#include <prometheus/text_serializer.h>
+
 #include <sstream>
 
 namespace ringmaster::op {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
 namespace {
 
-std::string FormatValue(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+std::string State(const nlohmann::json& status) {
+  if (!status.is_object()) return "";
+  auto it = status.find("state");
+  return it != status.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// client-go's work queue buckets: 10 ns to 10 s, a factor of 10 apart.
+prometheus::Histogram::BucketBoundaries QueueBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double v = 1e-8; b.size() < 10; v *= 10) b.push_back(v);
+  return b;
 }
 
 }  // namespace
 
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+JobTransition JobTransitionOf(const nlohmann::json& old_status, const nlohmann::json& new_status) {
+  const std::string before = State(old_status), after = State(new_status);
+  JobTransition t;
+  t.created = before.empty() && !after.empty();
+  t.succeeded = after == "Succeeded" && before != "Succeeded";
+  t.failed = after == "Failed" && before != "Failed";
+  t.restarted = after == "Restarting" && before != "Restarting";
+  return t;
 }
 
-void Metrics::DeclareCounter(const std::string& name, const std::string& help) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& f = families_[name];
-  f.help = help;
-  f.type = "counter";
+QueueMetrics::QueueMetrics(prometheus::Registry& r, const std::string& queue) {
+  const prometheus::Labels name = {{"name", queue}};
+  adds_ = &BuildCounter()
+               .Name("workqueue_adds_total")
+               .Help("Total number of adds handled by workqueue")
+               .Register(r)
+               .Add(name);
+  retries_ = &BuildCounter()
+                  .Name("workqueue_retries_total")
+                  .Help("Total number of retries handled by workqueue")
+                  .Register(r)
+                  .Add(name);
+  depth_ = &BuildGauge().Name("workqueue_depth").Help("Current depth of workqueue").Register(r).Add(name);
+  unfinished_ =
+      &BuildGauge()
+           .Name("workqueue_unfinished_work_seconds")
+           .Help(
+               "How many seconds of work has been done that is in progress and hasn't been observed "
+               "by work_duration. Large values indicate stuck threads.")
+           .Register(r)
+           .Add(name);
+  longest_ = &BuildGauge()
+                  .Name("workqueue_longest_running_processor_seconds")
+                  .Help("How many seconds has the longest running processor for workqueue been running.")
+                  .Register(r)
+                  .Add(name);
+  queued_ = &BuildHistogram()
+                 .Name("workqueue_queue_duration_seconds")
+                 .Help("How long in seconds an item stays in workqueue before being requested")
+                 .Register(r)
+                 .Add(name, QueueBuckets());
+  worked_ = &BuildHistogram()
+                 .Name("workqueue_work_duration_seconds")
+                 .Help("How long in seconds processing an item from workqueue takes.")
+                 .Register(r)
+                 .Add(name, QueueBuckets());
 }
 
-void Metrics::DeclareGauge(const std::string& name, const std::string& help) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& f = families_[name];
-  f.help = help;
-  f.type = "gauge";
+OperatorMetrics::OperatorMetrics(const std::string& version)
+    : queue_(*registry_, "distributedjobs"),
+      jobs_(BuildGauge()
+                .Name("ringmaster_jobs")
+                .Help("DistributedJobs by their current condition.")
+                .Register(*registry_)),
+      jobs_created_(BuildCounter()
+                        .Name("ringmaster_jobs_created_total")
+                        .Help("DistributedJobs the operator started (their first status), by namespace.")
+                        .Register(*registry_)),
+      jobs_succeeded_(BuildCounter()
+                          .Name("ringmaster_jobs_succeeded_total")
+                          .Help("DistributedJobs that succeeded, by namespace.")
+                          .Register(*registry_)),
+      jobs_failed_(BuildCounter()
+                       .Name("ringmaster_jobs_failed_total")
+                       .Help("DistributedJobs that failed, by namespace.")
+                       .Register(*registry_)),
+      jobs_restarted_(
+          BuildCounter()
+              .Name("ringmaster_jobs_restarted_total")
+              .Help("Times a DistributedJob entered Restarting (replicas recreated), by namespace.")
+              .Register(*registry_)),
+      requests_(BuildCounter()
+                    .Name("rest_client_requests_total")
+                    .Help("Number of HTTP requests, partitioned by status code, method, and host.")
+                    .Register(*registry_)),
+      request_seconds_(BuildHistogram()
+                           .Name("rest_client_request_duration_seconds")
+                           .Help("Request latency in seconds. Broken down by verb, and host.")
+                           .Register(*registry_)) {
+  auto& r = *registry_;
+  reconciles_ = &BuildCounter()
+                     .Name("ringmaster_reconciles_total")
+                     .Help("Reconciles of DistributedJobs.")
+                     .Register(r)
+                     .Add({});
+  reconcile_errors_ = &BuildCounter()
+                           .Name("ringmaster_reconcile_errors_total")
+                           .Help("Reconciles that failed and were retried.")
+                           .Register(r)
+                           .Add({});
+  reconcile_seconds_ = &BuildHistogram()
+                            .Name("ringmaster_reconcile_duration_seconds")
+                            .Help("Time to reconcile one job.")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.005, 0.01, 0.025, 0.05,
+                                                                             0.1, 0.25, 0.5, 1, 2.5, 5, 10});
+  pods_created_ =
+      &BuildCounter().Name("ringmaster_pods_created_total").Help("Pods created.").Register(r).Add({});
+  pods_deleted_ =
+      &BuildCounter().Name("ringmaster_pods_deleted_total").Help("Pods deleted.").Register(r).Add({});
+  leader_ = &BuildGauge()
+                 .Name("ringmaster_leader")
+                 .Help("1 when this process holds the leader lease.")
+                 .Register(r)
+                 .Add({});
+  BuildGauge()
+      .Name("ringmaster_build_info")
+      .Help("Which Ringmaster operator this is: always 1, with its version as a label.")
+      .Register(r)
+      .Add({{"version", version}})
+      .Set(1);
 }
 
-void Metrics::DeclareHistogram(const std::string& name, const std::string& help,
-                               std::vector<double> buckets) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& f = families_[name];
-  f.help = help;
-  f.type = "histogram";
-  f.buckets = std::move(buckets);
-  f.counts.assign(f.buckets.size(), 0);
+void OperatorMetrics::Reconciled(double seconds, bool failed) {
+  reconciles_->Increment();
+  reconcile_seconds_->Observe(seconds);
+  if (failed) reconcile_errors_->Increment();
 }
 
-void Metrics::Add(const std::string& name, double delta, const std::string& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end() || it->second.type == "histogram") return;
-  it->second.series[labels] += delta;
+void OperatorMetrics::SetJobsByCondition(const std::map<std::string, double>& by_condition) {
+  for (const auto& [condition, n] : by_condition) jobs_.Add({{"condition", condition}}).Set(n);
 }
 
-void Metrics::Set(const std::string& name, double value, const std::string& labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end() || it->second.type == "histogram") return;
-  it->second.series[labels] = value;
+void OperatorMetrics::CountJob(const JobTransition& t, const std::string& ns) {
+  const prometheus::Labels labels = {{"namespace", ns}};
+  if (t.created) jobs_created_.Add(labels).Increment();
+  if (t.succeeded) jobs_succeeded_.Add(labels).Increment();
+  if (t.failed) jobs_failed_.Add(labels).Increment();
+  if (t.restarted) jobs_restarted_.Add(labels).Increment();
 }
 
-void Metrics::SetAll(const std::string& name, const std::map<std::string, double>& by_labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end() || it->second.type != "gauge") return;
-  it->second.series = by_labels;
+void OperatorMetrics::Request(std::string_view method, int code, double seconds) {
+  const std::string m(method);
+  requests_.Add({{"code", code > 0 ? std::to_string(code) : "<error>"}, {"host", host_}, {"method", m}})
+      .Increment();
+  request_seconds_
+      .Add({{"host", host_}, {"verb", m}},
+           prometheus::Histogram::BucketBoundaries{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60})
+      .Observe(seconds);
 }
 
-void Metrics::Observe(const std::string& name, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end() || it->second.type != "histogram") return;
-  Family& f = it->second;
-  for (size_t i = 0; i < f.buckets.size(); ++i) {
-    if (value <= f.buckets[i]) {
-      ++f.counts[i];
-      break;
-    }
-  }
-  f.sum += value;
-  ++f.count;
-}
-
-double Metrics::Value(const std::string& name, const std::string& labels) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end()) return 0;
-  if (it->second.type == "histogram") return static_cast<double>(it->second.count);
-  auto s = it->second.series.find(labels);
-  return s == it->second.series.end() ? 0 : s->second;
-}
-
-std::string Metrics::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+std::string RenderText(const prometheus::Collectable& c) {
   std::ostringstream os;
-  for (const auto& [name, f] : families_) {
-    os << "# HELP " << name << " " << f.help << "\n# TYPE " << name << " " << f.type << "\n";
-    if (f.type == "histogram") {
-      uint64_t cumulative = 0;
-      for (size_t i = 0; i < f.buckets.size(); ++i) {
-        cumulative += f.counts[i];
-        os << name << "_bucket{le=\"" << FormatValue(f.buckets[i]) << "\"} " << cumulative << "\n";
-      }
-      os << name << "_bucket{le=\"+Inf\"} " << f.count << "\n";
-      os << name << "_sum " << FormatValue(f.sum) << "\n";
-      os << name << "_count " << f.count << "\n";
-      continue;
-    }
-    if (f.series.empty() && f.type == "counter") os << name << " 0\n";
-    for (const auto& [labels, v] : f.series) {
-      os << name;
-      if (!labels.empty()) os << "{" << labels << "}";
-      os << " " << FormatValue(v) << "\n";
-    }
-  }
+  prometheus::TextSerializer().Serialize(os, c.Collect());
   return os.str();
 }
 

@@ -1,47 +1,92 @@
-// The operator's metrics, rendered in the Prometheus text format (0.0.4) for
-// /metrics. A small registry: counters and gauges with one optional label
-// set each, and fixed-bucket histograms. Thread-safe.
+// The operator's metrics, on prometheus-cpp's registry (main.cc serves it
+// with prometheus-cpp's Exposer on --metrics-address). Names follow
+// Prometheus' conventions (counters end in _total, a *_build_info gauge, the
+// process_* family) and, for the work queue and the REST client, client-go's
+// (workqueue_*{name}, rest_client_*), so dashboards and alerts made for
+// controller-runtime operators read ours unchanged.
 #pragma once
 
-#include <cstdint>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <map>
+#include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
+#include <string_view>
+
+#include "work_queue.h"
 
 namespace ringmaster::op {
 
-class Metrics {
+// What a status write says happened to a job, for the job counters: the
+// first status (created), and entering Succeeded, Failed or Restarting.
+struct JobTransition {
+  bool created = false, succeeded = false, failed = false, restarted = false;
+};
+// Pure: `old_status` is the job's status before the write (null or {} for a
+// new job), `new_status` the one written.
+JobTransition JobTransitionOf(const nlohmann::json& old_status, const nlohmann::json& new_status);
+
+// client-go's work queue metrics for one queue (label name=<queue>).
+class QueueMetrics final : public WorkQueueObserver {
  public:
-  // Names must be declared before use; an undeclared name is ignored.
-  void DeclareCounter(const std::string& name, const std::string& help);
-  void DeclareGauge(const std::string& name, const std::string& help);
-  void DeclareHistogram(const std::string& name, const std::string& help, std::vector<double> buckets);
-
-  // `labels` is the rendered label set without braces, e.g. `condition="Running"`.
-  void Add(const std::string& name, double delta, const std::string& labels = "");
-  void Set(const std::string& name, double value, const std::string& labels = "");
-  // Replaces every series of a gauge (e.g. jobs by condition).
-  void SetAll(const std::string& name, const std::map<std::string, double>& by_labels);
-  void Observe(const std::string& name, double value);
-
-  double Value(const std::string& name, const std::string& labels = "") const;
-  std::string Render() const;
+  QueueMetrics(prometheus::Registry& registry, const std::string& queue);
+  void Added() override { adds_->Increment(); }
+  void Retried() override { retries_->Increment(); }
+  void Depth(size_t n) override { depth_->Set(static_cast<double>(n)); }
+  void Queued(double seconds) override { queued_->Observe(seconds); }
+  void Worked(double seconds) override { worked_->Observe(seconds); }
+  void Unfinished(double total_seconds, double longest_seconds) override {
+    unfinished_->Set(total_seconds);
+    longest_->Set(longest_seconds);
+  }
 
  private:
-  struct Family {
-    std::string help, type;
-    std::map<std::string, double> series;
-    std::vector<double> buckets;   // histogram upper bounds
-    std::vector<uint64_t> counts;  // per bucket (non-cumulative)
-    double sum = 0;
-    uint64_t count = 0;
-  };
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  prometheus::Counter *adds_, *retries_;
+  prometheus::Gauge *depth_, *unfinished_, *longest_;
+  prometheus::Histogram *queued_, *worked_;
 };
 
-// Escapes a label value for the text format (backslash, quote, newline).
-std::string EscapeLabelValue(const std::string& v);
+class OperatorMetrics {
+ public:
+  // `version`: ringmaster_build_info's label.
+  explicit OperatorMetrics(const std::string& version);
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  QueueMetrics& queue() { return queue_; }
+
+  void Reconciled(double seconds, bool failed);
+  void SetJobsByCondition(const std::map<std::string, double>& jobs_by_condition);
+  void PodCreated() { pods_created_->Increment(); }
+  void PodDeleted() { pods_deleted_->Increment(); }
+  void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
+  void CountJob(const JobTransition& t, const std::string& ns);
+  // One API request: rest_client_requests_total{code,host,method} and
+  // rest_client_request_duration_seconds{host,verb}. code 0: no answer
+  // (client-go's "<error>").
+  void Request(std::string_view method, int code, double seconds);
+  void SetApiHost(std::string host) { host_ = std::move(host); }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_ = std::make_shared<prometheus::Registry>();
+  QueueMetrics queue_;
+  prometheus::Counter *reconciles_, *reconcile_errors_, *pods_created_, *pods_deleted_;
+  prometheus::Histogram* reconcile_seconds_;
+  prometheus::Gauge* leader_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Counter>&jobs_created_, &jobs_succeeded_, &jobs_failed_, &jobs_restarted_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& request_seconds_;
+  std::string host_;
+};
+
+// The registry in the Prometheus text format (tests, and nothing else: the
+// Exposer serializes for scrapes).
+std::string RenderText(const prometheus::Collectable& c);
 
 }  // namespace ringmaster::op

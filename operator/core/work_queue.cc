@@ -4,6 +4,12 @@
 
 namespace ringmaster::op {
 
+namespace {
+double Seconds(WorkQueue::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+}  // namespace
+
 std::chrono::milliseconds ItemBackoff::When(const std::string& key) {
   int n = failures_[key]++;
   auto delay = base_;
@@ -16,13 +22,18 @@ int ItemBackoff::Failures(const std::string& key) const {
   return it == failures_.end() ? 0 : it->second;
 }
 
-WorkQueue::WorkQueue(std::chrono::milliseconds base, std::chrono::milliseconds cap) : backoff_(base, cap) {}
+WorkQueue::WorkQueue(std::chrono::milliseconds base, std::chrono::milliseconds cap, Now now,
+                     WorkQueueObserver* observer)
+    : backoff_(base, cap), now_(std::move(now)), observer_(observer) {}
 
 void WorkQueue::AddLocked(const std::string& key) {
-  if (shutdown_ || dirty_.count(key)) return;
+  if (shutdown_ || dirty_.count(key)) return;  // client-go counts an add only when it queues
+  if (observer_) observer_->Added();
   dirty_.insert(key);
+  added_.emplace(key, now_());
   if (!processing_.count(key)) {
     queue_.push_back(key);
+    if (observer_) observer_->Depth(queue_.size());
     cv_.notify_one();
   }
 }
@@ -36,7 +47,7 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay
   if (delay.count() <= 0) return Add(key);
   std::lock_guard<std::mutex> lock(mu_);
   if (shutdown_) return;
-  const auto at = Clock::now() + delay;
+  const auto at = now_() + delay;
   auto [it, inserted] = delayed_.emplace(key, at);
   if (!inserted && at < it->second) it->second = at;
   cv_.notify_all();
@@ -47,6 +58,7 @@ void WorkQueue::AddRateLimited(const std::string& key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     delay = backoff_.When(key);
+    if (observer_) observer_->Retried();
   }
   AddAfter(key, delay);
 }
@@ -74,31 +86,55 @@ void WorkQueue::PromoteDueLocked(Clock::time_point now) {
 
 std::optional<std::string> WorkQueue::Get(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = now_() + timeout;
   while (true) {
     if (shutdown_) return std::nullopt;
-    const auto now = Clock::now();
+    const auto now = now_();
     PromoteDueLocked(now);
     if (!queue_.empty()) break;
     if (now >= deadline) return std::nullopt;
     auto wake = deadline;
     for (const auto& [key, at] : delayed_) wake = std::min(wake, at);
-    cv_.wait_until(lock, wake);
+    // A duration, not a time point: the injected clock need not be steady_clock.
+    cv_.wait_for(lock, wake - now);
   }
   std::string key = std::move(queue_.front());
   queue_.pop_front();
   dirty_.erase(key);
-  processing_.insert(key);
+  const auto now = now_();
+  if (auto it = added_.find(key); it != added_.end()) {
+    if (observer_) observer_->Queued(Seconds(now - it->second));
+    added_.erase(it);
+  }
+  processing_[key] = now;
+  if (observer_) observer_->Depth(queue_.size());
   return key;
 }
 
 void WorkQueue::Done(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  processing_.erase(key);
+  if (auto it = processing_.find(key); it != processing_.end()) {
+    if (observer_) observer_->Worked(Seconds(now_() - it->second));
+    processing_.erase(it);
+  }
   if (dirty_.count(key)) {
     queue_.push_back(key);
+    if (observer_) observer_->Depth(queue_.size());
     cv_.notify_one();
   }
+}
+
+void WorkQueue::ReportUnfinished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!observer_) return;
+  const auto now = now_();
+  double total = 0, longest = 0;
+  for (const auto& [key, since] : processing_) {
+    const double s = Seconds(now - since);
+    total += s;
+    longest = std::max(longest, s);
+  }
+  observer_->Unfinished(total, longest);
 }
 
 void WorkQueue::ShutDown() {

@@ -14,7 +14,7 @@
 FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       cmake ninja-build g++ python3-dev python3-venv \
-      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev \
+      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev \
       protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/build \
@@ -40,10 +40,11 @@ RUN cmake --build /build --target ringmaster-operator ringmaster-worker ringmast
 
 # ---- the image: the operator and the shared libraries it links ------------
 FROM debian:12-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libcpprest2.10 libyaml-cpp0.7 ca-certificates \
+RUN apt-get update && apt-get install -y --no-install-recommends libcpprest2.10 libyaml-cpp0.7 \
+      libprometheus-cpp-pull1.0 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/bin/ringmaster-operator /usr/local/bin/ringmaster-operator
 # The Deployment runs it as 65532 with a read-only root file system.
 USER 65532:65532
-EXPOSE 8080
+EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/ringmaster-operator"]

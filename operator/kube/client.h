@@ -79,6 +79,11 @@ class KubeClient {
 
   const ClusterConfig& config() const { return config_; }
 
+  // Told of every request's answer (code 0: none) and how long it took: the
+  // rest_client_* metrics. Set before the client is shared between threads.
+  using RequestObserver = std::function<void(std::string_view method, int code, double seconds)>;
+  void SetRequestObserver(RequestObserver observer) { observer_ = std::move(observer); }
+
  private:
   KubeClient(ClusterConfig config, ClientOptions options);
   StatusOr<HttpResponse> RequestOnce(std::string_view method, const std::string& path,
@@ -91,8 +96,11 @@ class KubeClient {
   void ForgetExecCredential();
 
   struct Impl;
+  void Observe(std::string_view method, int code, std::chrono::steady_clock::time_point start) const;
+
   ClusterConfig config_;
   ClientOptions options_;
+  RequestObserver observer_;
   std::unique_ptr<Impl> impl_;
 };
 

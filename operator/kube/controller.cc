@@ -47,18 +47,16 @@ StatusOr<std::string> RandomBytes(size_t n) {
 
 }  // namespace
 
-Controller::Controller(KubeClient& client, KubeClient& events, Metrics& metrics, ControllerOptions options)
-    : client_(client), recorder_(events), metrics_(metrics), options_(std::move(options)) {
+Controller::Controller(KubeClient& client, KubeClient& events, OperatorMetrics& metrics,
+                       ControllerOptions options)
+    : client_(client),
+      recorder_(events),
+      metrics_(metrics),
+      options_(std::move(options)),
+      queue_(std::chrono::milliseconds(5), std::chrono::seconds(60), WorkQueue::Clock::now,
+             &metrics.queue()) {
   if (options_.namespaces.empty()) options_.namespaces.push_back("");
   if (options_.workers < 1) options_.workers = 1;
-  metrics_.DeclareCounter("ringmaster_reconciles_total", "Reconciles of DistributedJobs.");
-  metrics_.DeclareCounter("ringmaster_reconcile_errors_total", "Reconciles that failed and were retried.");
-  metrics_.DeclareHistogram("ringmaster_reconcile_duration_seconds", "Time to reconcile one job.",
-                            {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10});
-  metrics_.DeclareGauge("ringmaster_workqueue_depth", "Jobs waiting in the work queue.");
-  metrics_.DeclareGauge("ringmaster_jobs", "DistributedJobs by their current condition.");
-  metrics_.DeclareCounter("ringmaster_pods_created_total", "Pods created.");
-  metrics_.DeclareCounter("ringmaster_pods_deleted_total", "Pods deleted.");
 }
 
 Controller::~Controller() {
@@ -137,7 +135,7 @@ void Controller::Resync() {
   int ticks = 0;
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    metrics_.Set("ringmaster_workqueue_depth", static_cast<double>(queue_.Len()));
+    queue_.ReportUnfinished();
     if (++ticks % 10 == 0) UpdateJobGauge();  // every 2 s
     if (std::chrono::steady_clock::now() - last < options_.resync) continue;
     last = std::chrono::steady_clock::now();
@@ -152,16 +150,16 @@ void Controller::Resync() {
 void Controller::UpdateJobGauge() {
   std::map<std::string, double> by_state;
   for (const char* s : {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"})
-    by_state[std::string("condition=\"") + s + "\""] = 0;
+    by_state[s] = 0;
   for (auto& inf : job_informers_) {
     inf->ForEach([&](const json& job) {
       std::string state;
       if (job.contains("status") && job["status"].is_object()) state = job["status"].value("state", "");
       if (state.empty()) state = "Created";
-      by_state["condition=\"" + EscapeLabelValue(state) + "\""] += 1;
+      by_state[state] += 1;
     });
   }
-  metrics_.SetAll("ringmaster_jobs", by_state);
+  metrics_.SetJobsByCondition(by_state);
 }
 
 void Controller::Worker() {
@@ -170,11 +168,9 @@ void Controller::Worker() {
     if (!key) continue;
     const auto start = std::chrono::steady_clock::now();
     Status st = Sync(*key);
-    metrics_.Add("ringmaster_reconciles_total", 1);
-    metrics_.Observe("ringmaster_reconcile_duration_seconds",
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    metrics_.Reconciled(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                        !st.ok());
     if (!st.ok()) {
-      metrics_.Add("ringmaster_reconcile_errors_total", 1);
       if (st.code() != StatusCode::kAborted)
         LogWarning("reconcile failed; retrying", {{"job", *key}, {"error", st.ToString()}});
       queue_.AddRateLimited(*key);
@@ -229,6 +225,7 @@ Status Controller::WriteStatus(const std::string& key, size_t idx, const json& j
   if (resp->code == 404) return OkStatus();
   if (!resp->ok()) return UnavailableError("status update of " + key + ": " + resp->Message());
   job_informers_[idx]->Upsert(resp->body);
+  metrics_.CountJob(JobTransitionOf(job.contains("status") ? job["status"] : json(), *plan.status), ns);
   LogInfo("status", {{"job", key}, {"state", plan.state}});
   return OkStatus();
 }
@@ -293,7 +290,7 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
     const auto& resp = answers[i];
     const std::string& name = pod_creates[i - first_pod]->name;
     if (resp.ok()) {
-      metrics_.Add("ringmaster_pods_created_total", 1);
+      metrics_.PodCreated();
       created.push_back(name);
     } else if (resp.code == 409) {
       // AlreadyExists: the cache lags; the pod will show up.
@@ -315,7 +312,7 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
         expectations_.ExpectDelete(key, a.name, now);
         auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);
         if (resp.ok() && resp->ok()) {
-          metrics_.Add("ringmaster_pods_deleted_total", 1);
+          metrics_.PodDeleted();
           (a.reason == "RestartingPod" ? restarted : deleted).push_back(a.name);
         } else if (resp.ok() && resp->code == 404) {
           expectations_.ObservedDelete(key, a.name);

@@ -31,7 +31,7 @@ struct ControllerOptions {
 class Controller {
  public:
   // Events go through `events`, which has a rate budget of its own.
-  Controller(KubeClient& client, KubeClient& events, Metrics& metrics, ControllerOptions options);
+  Controller(KubeClient& client, KubeClient& events, OperatorMetrics& metrics, ControllerOptions options);
   ~Controller();
 
   void Start();  // informers and workers
@@ -59,7 +59,7 @@ class Controller {
 
   KubeClient& client_;
   EventRecorder recorder_;
-  Metrics& metrics_;
+  OperatorMetrics& metrics_;
   ControllerOptions options_;
   WorkQueue queue_;
   Expectations expectations_;

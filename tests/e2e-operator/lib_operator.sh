@@ -22,7 +22,7 @@ install_crd() {
 start_operator() {
   local name=$1; shift
   "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$NS" --leader-election-namespace "$NS" \
-    --identity "$name" --metrics-address 127.0.0.1:0 --resync-seconds 30 "$@" >>"$LOGDIR/$name.log" 2>&1 &
+    --identity "$name" --metrics-address 127.0.0.1:0 --health-probe-address 127.0.0.1:0 --resync-seconds 30 "$@" >>"$LOGDIR/$name.log" 2>&1 &
   OP_PIDS[$name]=$!
   note "operator $name started (pid ${OP_PIDS[$name]})"
 }
@@ -46,17 +46,19 @@ kill_operator() {
   await_operator_exit "$1" "of SIG$2"
 }
 
-# metrics_port NAME: the port the operator logged.
-metrics_port() {
+# logged_port NAME FIELD: the port the operator logged as FIELD.
+logged_port() {
   local port=""
   for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$LOGDIR/$1.log" | head -1)
+    port=$(sed -n "s/.*\"$2\":\\([0-9]*\\).*/\\1/p" "$LOGDIR/$1.log" | head -1)
     [ -n "$port" ] && break
     sleep 0.1
   done
-  [ -n "$port" ] || fail "operator $1 logged no metrics port"
+  [ -n "$port" ] || fail "operator $1 logged no $2"
   echo "$port"
 }
+metrics_port() { logged_port "$1" port; }     # /metrics
+probe_port() { logged_port "$1" probe_port; }  # /healthz, /readyz
 
 operator_cleanup() {
   local rc=$? name

@@ -53,11 +53,23 @@ port=$(metrics_port op)
 metrics=$(curl -sf --max-time 10 "http://127.0.0.1:$port/metrics") || fail "GET /metrics"
 grep -q '^ringmaster_reconciles_total [1-9]' <<<"$metrics" || fail "no reconciles counted"
 grep -q '^ringmaster_reconcile_duration_seconds_count' <<<"$metrics" || fail "no latency histogram"
-grep -q '^ringmaster_workqueue_depth' <<<"$metrics" || fail "no queue depth"
+# By Prometheus' conventions and client-go's names (dashboards for
+# controller-runtime operators read them unchanged).
+for line in '^workqueue_depth{name="distributedjobs"} ' '^workqueue_adds_total{name="distributedjobs"} [1-9]' \
+  '^workqueue_work_duration_seconds_count{name="distributedjobs"} [1-9]' \
+  '^rest_client_requests_total{code="201",host="[^"]*",method="POST"} [1-9]' \
+  '^ringmaster_build_info{version="[0-9.]*"} 1$' '^process_cpu_seconds_total ' '^process_resident_memory_bytes [1-9]' \
+  '^process_open_fds [1-9]' "^ringmaster_jobs_created_total{namespace=\"$NS\"} 1$" \
+  "^ringmaster_jobs_succeeded_total{namespace=\"$NS\"} 1$"; do
+  grep -q "$line" <<<"$metrics" || fail "/metrics has no line like $line"
+done
 wait_for 30 "ringmaster_jobs{condition=\"Succeeded\"} 1" \
   bash -c "curl -sf --max-time 5 http://127.0.0.1:$port/metrics | grep -qx 'ringmaster_jobs{condition=\"Succeeded\"} 1'"
-expect_eq "/healthz" "$(curl -sf --max-time 10 "http://127.0.0.1:$port/healthz")" ok
-expect_eq "/readyz" "$(curl -sf --max-time 10 "http://127.0.0.1:$port/readyz")" ok
+probes=$(probe_port op)
+[ "$probes" != "$port" ] || fail "the probes share the metrics port"
+expect_eq "/healthz" "$(curl -sf --max-time 10 "http://127.0.0.1:$probes/healthz")" ok
+expect_eq "/readyz" "$(curl -sf --max-time 10 "http://127.0.0.1:$probes/readyz")" ok
+curl -sf --max-time 10 "http://127.0.0.1:$port/healthz" >/dev/null && fail "/healthz is served on the metrics port too"
 kill_operator op TERM
 expect_eq "exit code after SIGTERM" "$OP_RC" 0
-pass "metrics, health and a clean SIGTERM"
+pass "metrics by convention, probes on their own port, and a clean SIGTERM"

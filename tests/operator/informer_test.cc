@@ -3,12 +3,12 @@
 // a relist, and resuming from the last event's resourceVersion.
 #include "informer.h"
 
+#include <CivetServer.h>
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <mutex>
 #include <thread>
-
-#include "http_server.h"
 
 namespace ringmaster::op {
 namespace {
@@ -29,13 +29,41 @@ std::string Line(const std::string& type, const json& obj) {
   return json{{"type", type}, {"object", obj}}.dump() + "\n";
 }
 
-class FakeApiServer {
+struct HttpReply {
+  int code = 200;
+  std::string content_type;
+  std::string body;
+};
+
+// Answers every request with one whole body and closes the connection (a
+// watch that ends), on civetweb, the server the operator's endpoints use.
+class FakeApiServer : public CivetHandler {
  public:
-  FakeApiServer() {
-    server_.Handle("/api/v1/namespaces/ns/pods", [this](const std::string& target) { return Serve(target); });
+  ~FakeApiServer() override {
+    if (server_) server_->close();
   }
-  Status Start() { return server_.Start("127.0.0.1:0"); }
-  int port() const { return server_.port(); }
+  Status Start() {
+    try {
+      server_ = std::make_unique<CivetServer>(
+          std::vector<std::string>{"listening_ports", "127.0.0.1:0", "num_threads", "4"});
+    } catch (const std::exception& e) {
+      return UnavailableError(std::string("fake API server: ") + e.what());
+    }
+    server_->addHandler("/api/v1/namespaces/ns/pods", *this);
+    port_ = server_->getListeningPorts().at(0);
+    return OkStatus();
+  }
+  int port() const { return port_; }
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    const mg_request_info* ri = mg_get_request_info(conn);
+    std::string target = ri->local_uri ? ri->local_uri : "";
+    if (ri->query_string) target += std::string("?") + ri->query_string;
+    const HttpReply r = Serve(target);
+    mg_printf(conn, "HTTP/1.1 %d OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+              r.code, r.content_type.c_str(), r.body.size());
+    mg_write(conn, r.body.data(), r.body.size());
+    return true;
+  }
   std::vector<std::string> Targets() {
     std::lock_guard<std::mutex> lock(mu_);
     return targets_;
@@ -74,7 +102,8 @@ class FakeApiServer {
     return r;
   }
 
-  HttpServer server_;
+  std::unique_ptr<CivetServer> server_;
+  int port_ = 0;
   std::mutex mu_;
   std::vector<std::string> targets_;
   int lists_ = 0, watches_ = 0;

@@ -1,44 +1,100 @@
+// The operator's metrics: names and labels by Prometheus' and client-go's
+// conventions, the job counters' transitions, the process_* parsing.
 #include "metrics.h"
 
 #include <gtest/gtest.h>
 
+#include "process_metrics.h"
+
 namespace ringmaster::op {
 namespace {
 
-TEST(Metrics, RendersPrometheusText) {
-  Metrics m;
-  m.DeclareCounter("ringmaster_reconciles_total", "Reconciles done.");
-  m.DeclareGauge("ringmaster_jobs", "Jobs by condition.");
-  m.DeclareHistogram("ringmaster_reconcile_seconds", "Reconcile latency.", {0.01, 0.1, 1});
-  m.Add("ringmaster_reconciles_total", 1);
-  m.Add("ringmaster_reconciles_total", 2);
-  m.SetAll("ringmaster_jobs", {{"condition=\"Running\"", 2}, {"condition=\"Failed\"", 1}});
-  m.Observe("ringmaster_reconcile_seconds", 0.005);
-  m.Observe("ringmaster_reconcile_seconds", 0.5);
-  m.Observe("ringmaster_reconcile_seconds", 5);
-  m.Add("undeclared", 1);
-  EXPECT_EQ(m.Value("ringmaster_reconciles_total"), 3);
-  const std::string text = m.Render();
-  EXPECT_EQ(text,
-            "# HELP ringmaster_jobs Jobs by condition.\n"
-            "# TYPE ringmaster_jobs gauge\n"
-            "ringmaster_jobs{condition=\"Failed\"} 1\n"
-            "ringmaster_jobs{condition=\"Running\"} 2\n"
-            "# HELP ringmaster_reconcile_seconds Reconcile latency.\n"
-            "# TYPE ringmaster_reconcile_seconds histogram\n"
-            "ringmaster_reconcile_seconds_bucket{le=\"0.01\"} 1\n"
-            "ringmaster_reconcile_seconds_bucket{le=\"0.10000000000000001\"} 1\n"
-            "ringmaster_reconcile_seconds_bucket{le=\"1\"} 2\n"
-            "ringmaster_reconcile_seconds_bucket{le=\"+Inf\"} 3\n"
-            "ringmaster_reconcile_seconds_sum 5.5049999999999999\n"
-            "ringmaster_reconcile_seconds_count 3\n"
-            "# HELP ringmaster_reconciles_total Reconciles done.\n"
-            "# TYPE ringmaster_reconciles_total counter\n"
-            "ringmaster_reconciles_total 3\n");
+bool Has(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.rfind(line + "\n", 0) == 0;
 }
 
-TEST(Metrics, EscapesLabelValues) {
-  EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+TEST(Metrics, ConventionalNamesAndLabels) {
+  OperatorMetrics m("1.2.3");
+  m.SetApiHost("10.0.0.1:6443");
+  m.Reconciled(0.004, false);
+  m.Reconciled(0.5, true);
+  m.SetJobsByCondition({{"Running", 2}, {"Failed", 1}});
+  m.PodCreated();
+  m.SetLeader(true);
+  m.CountJob({.created = true}, "team-a");
+  m.CountJob({.succeeded = true}, "team-a");
+  m.CountJob({.failed = true, .restarted = true}, "team-b");
+  m.Request("GET", 200, 0.01);
+  m.Request("PUT", 0, 2);
+  m.queue().Added();
+  m.queue().Depth(3);
+  const std::string text = RenderText(*m.registry());
+  for (const char* line : {
+           "ringmaster_build_info{version=\"1.2.3\"} 1",
+           "ringmaster_reconciles_total 2",
+           "ringmaster_reconcile_errors_total 1",
+           "ringmaster_reconcile_duration_seconds_count 2",
+           "ringmaster_reconcile_duration_seconds_bucket{le=\"0.005\"} 1",
+           "ringmaster_jobs{condition=\"Running\"} 2",
+           "ringmaster_jobs{condition=\"Failed\"} 1",
+           "ringmaster_pods_created_total 1",
+           "ringmaster_leader 1",
+           "ringmaster_jobs_created_total{namespace=\"team-a\"} 1",
+           "ringmaster_jobs_succeeded_total{namespace=\"team-a\"} 1",
+           "ringmaster_jobs_failed_total{namespace=\"team-b\"} 1",
+           "ringmaster_jobs_restarted_total{namespace=\"team-b\"} 1",
+           "rest_client_requests_total{code=\"200\",host=\"10.0.0.1:6443\",method=\"GET\"} 1",
+           "rest_client_requests_total{code=\"<error>\",host=\"10.0.0.1:6443\",method=\"PUT\"} 1",
+           "rest_client_request_duration_seconds_count{host=\"10.0.0.1:6443\",verb=\"GET\"} 1",
+           "workqueue_adds_total{name=\"distributedjobs\"} 1",
+           "workqueue_depth{name=\"distributedjobs\"} 3",
+       }) {
+    EXPECT_TRUE(Has(text, line)) << "missing: " << line << "\n" << text;
+  }
+  EXPECT_NE(text.find("# TYPE ringmaster_jobs_created_total counter"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE workqueue_queue_duration_seconds histogram"), std::string::npos);
+}
+
+TEST(JobTransitions, CountEachEntryOnce) {
+  using nlohmann::json;
+  const json none, running = {{"state", "Running"}}, done = {{"state", "Succeeded"}};
+  auto t = JobTransitionOf(none, {{"state", "Created"}});
+  EXPECT_TRUE(t.created);
+  EXPECT_FALSE(t.succeeded || t.failed || t.restarted);
+  EXPECT_FALSE(JobTransitionOf(json::object(), json::object()).created);  // no state written yet
+  t = JobTransitionOf(running, done);
+  EXPECT_TRUE(t.succeeded);
+  EXPECT_FALSE(t.created);
+  EXPECT_FALSE(JobTransitionOf(done, done).succeeded);  // a later status write of a finished job
+  EXPECT_TRUE(JobTransitionOf(running, {{"state", "Failed"}}).failed);
+  EXPECT_TRUE(JobTransitionOf(running, {{"state", "Restarting"}}).restarted);
+  EXPECT_FALSE(JobTransitionOf({{"state", "Restarting"}}, {{"state", "Restarting"}}).restarted);
+}
+
+TEST(ProcessMetrics, ParsesProcSelfStatWithAnAwkwardName) {
+  // pid (comm) state ppid ... : comm may hold spaces and ')'.
+  const char* stat =
+      "4242 (ring) master) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 9 0 12345 104857600 2560 "
+      "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n";
+  auto p = ParseProcStat(stat);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->utime_ticks, 250u);
+  EXPECT_EQ(p->stime_ticks, 50u);
+  EXPECT_EQ(p->start_ticks, 12345u);
+  EXPECT_EQ(p->vsize_bytes, 104857600u);
+  EXPECT_EQ(p->rss_pages, 2560);
+  EXPECT_FALSE(ParseProcStat("garbage").has_value());
+  EXPECT_FALSE(ParseProcStat("1 (x) S 1 2").has_value());
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3\nbtime 1764000000\nprocesses 9\n"), 1764000000);
+  EXPECT_FALSE(ParseBootTime("cpu 1\n").has_value());
+}
+
+TEST(ProcessMetrics, CollectsThisProcess) {
+  const std::string text = RenderText(ProcessCollector());
+  for (const char* name :
+       {"process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_virtual_memory_bytes ",
+        "process_start_time_seconds ", "process_open_fds ", "process_max_fds "})
+    EXPECT_NE(text.find(std::string("\n") + name), std::string::npos) << name << "\n" << text;
 }
 
 }  // namespace

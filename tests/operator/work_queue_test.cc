@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 namespace ringmaster::op {
 namespace {
@@ -62,6 +63,61 @@ TEST(WorkQueue, RateLimitedCountsFailuresAndForgetResets) {
   q.Forget("ns/a");
   EXPECT_EQ(q.Failures("ns/a"), 0);
   EXPECT_EQ(q.Get(milliseconds(5'000)).value_or(""), "ns/a");
+}
+
+// A clock the test moves, and an observer that records what it is told.
+struct FakeClock {
+  WorkQueue::Clock::time_point t{};
+  WorkQueue::Now now() {
+    return [this] { return t; };
+  }
+};
+struct Recorder : WorkQueueObserver {
+  int adds = 0, retries = 0;
+  size_t depth = 0;
+  std::vector<double> queued, worked;
+  double unfinished = -1, longest = -1;
+  void Added() override { ++adds; }
+  void Retried() override { ++retries; }
+  void Depth(size_t n) override { depth = n; }
+  void Queued(double s) override { queued.push_back(s); }
+  void Worked(double s) override { worked.push_back(s); }
+  void Unfinished(double total, double max) override { unfinished = total, longest = max; }
+};
+
+TEST(WorkQueue, DelaysFollowTheInjectedClockWithoutSleeping) {
+  FakeClock clock;
+  WorkQueue q(milliseconds(5), milliseconds(60'000), clock.now());
+  q.AddAfter("ns/a", milliseconds(30'000));
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
+  clock.t += std::chrono::seconds(29);
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
+  clock.t += std::chrono::seconds(1);
+  EXPECT_EQ(q.Get(milliseconds(0)).value_or(""), "ns/a");
+}
+
+TEST(WorkQueue, TellsTheObserverWhatClientGoMeasures) {
+  FakeClock clock;
+  Recorder r;
+  WorkQueue q(milliseconds(5), milliseconds(60'000), clock.now(), &r);
+  q.Add("ns/a");
+  q.Add("ns/a");  // already queued: not an add
+  q.Add("ns/b");
+  EXPECT_EQ(r.adds, 2);
+  EXPECT_EQ(r.depth, 2u);
+  clock.t += std::chrono::seconds(3);
+  auto a = q.Get(milliseconds(0));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(r.queued, std::vector<double>{3.0});
+  EXPECT_EQ(r.depth, 1u);
+  clock.t += std::chrono::seconds(2);
+  q.ReportUnfinished();
+  EXPECT_EQ(r.unfinished, 2.0);
+  EXPECT_EQ(r.longest, 2.0);
+  q.Done(*a);
+  EXPECT_EQ(r.worked, std::vector<double>{2.0});
+  q.AddRateLimited("ns/a");
+  EXPECT_EQ(r.retries, 1);
 }
 
 TEST(ItemBackoff, DoublesUpToTheCap) {
