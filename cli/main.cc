@@ -33,7 +33,8 @@ constexpr char kUsage[] = R"(usage: ringmaster <command> [options]
 Runs TensorFlow-style distributed jobs: the DistributedJob file you would
 `kubectl apply` runs here as local processes, or on Kubernetes via the operator.
 
-commands:
+commands (FILE: a path, or - for standard input; also -f FILE, as kubectl;
+options take --name VALUE or --name=VALUE alike):
   validate FILE                  check a job file; errors name the field and line
   tfconfig FILE --replica T:I    print the TF_CONFIG the operator injects
   run FILE                       run the job's replicas as local processes
@@ -95,6 +96,37 @@ naming the members that never entered the newest collective.
   --last N   the last N collectives (default 20)
 )";
 
+// "--name=value" as "--name" "value", so every option takes both forms (as
+// the operator's flags do); "-f FILE" / "--filename FILE" as FILE, as kubectl.
+std::vector<std::string> Normalize(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      out.push_back(a.substr(0, eq));
+      out.push_back(a.substr(eq + 1));
+    } else {
+      out.push_back(a);
+    }
+  }
+  std::vector<std::string> files;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if ((out[i] == "-f" || out[i] == "--filename") && i + 1 < out.size()) {
+      files.push_back(out[i + 1]);
+      out.erase(out.begin() + static_cast<long>(i), out.begin() + static_cast<long>(i) + 2);
+      --i;
+    }
+  }
+  out.insert(out.begin(), files.begin(), files.end());  // FILE first, where the commands expect it
+  return out;
+}
+
+// An argument that is an option, not FILE ("-" is standard input).
+bool IsOption(const std::string& a) {
+  return a.size() > 1 && a[0] == '-';
+}
+
 bool WantsHelp(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") return true;
@@ -107,7 +139,14 @@ int UsageError(const std::string& message, const char* usage) {
   return kExitUsage;
 }
 
+// "-" is standard input (`kubectl get djob x -o yaml | ringmaster run -`).
 std::optional<std::string> ReadFile(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    if (std::cin.bad()) return std::nullopt;
+    return s.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream s;
@@ -115,15 +154,21 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
+// How messages name FILE.
+std::string SourceName(const std::string& path) {
+  return path == "-" ? "<stdin>" : path;
+}
+
 // Loads FILE and picks one job (by --job NAME when there are several).
 // Prints the problems and returns nullopt on failure.
 std::optional<DistributedJob> LoadOne(const std::string& path, const std::string& job_name) {
+  const std::string source = SourceName(path);
   auto text = ReadFile(path);
   if (!text) {
-    std::cerr << "ringmaster: cannot read " << path << "\n";
+    std::cerr << "ringmaster: cannot read " << source << "\n";
     return std::nullopt;
   }
-  auto jobs = LoadJobs(*text, path);
+  auto jobs = LoadJobs(*text, source);
   if (!jobs.ok()) {
     std::cerr << jobs.status().message() << "\n";
     return std::nullopt;
@@ -131,13 +176,13 @@ std::optional<DistributedJob> LoadOne(const std::string& path, const std::string
   std::vector<DistributedJob> valid;
   bool errors = false;
   for (auto& j : *jobs) {
-    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, path) << "\n";
+    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, source) << "\n";
     errors |= !j.errors.empty();
     if (j.job && (job_name.empty() || j.job->name == job_name)) valid.push_back(std::move(*j.job));
   }
   if (errors) return std::nullopt;
   if (valid.size() != 1) {
-    std::cerr << "ringmaster: " << path << ": "
+    std::cerr << "ringmaster: " << source << ": "
               << (valid.empty()
                       ? "no DistributedJob named '" + job_name + "'"
                       : "holds " + std::to_string(valid.size()) + " jobs: choose one with --job NAME")
@@ -151,22 +196,23 @@ int Validate(const std::vector<std::string>& args) {
   if (WantsHelp(args)) return std::cout << kValidateUsage, 0;
   if (args.size() != 1) return UsageError("validate takes exactly one FILE", kValidateUsage);
   const std::string& path = args[0];
+  const std::string source = SourceName(path);
   auto text = ReadFile(path);
   if (!text) {
-    std::cerr << "ringmaster: cannot read " << path << "\n";
+    std::cerr << "ringmaster: cannot read " << source << "\n";
     return 1;
   }
-  auto jobs = LoadJobs(*text, path);
+  auto jobs = LoadJobs(*text, source);
   if (!jobs.ok()) {
     std::cerr << jobs.status().message() << "\n";
     return 1;
   }
   int problems = 0;
   for (const auto& j : *jobs) {
-    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, path) << "\n";
+    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, source) << "\n";
     problems += static_cast<int>(j.errors.size());
     if (!j.job) continue;
-    std::cout << path << ": DistributedJob " << j.job->name << " is valid (";
+    std::cout << source << ": DistributedJob " << j.job->name << " is valid (";
     bool first = true;
     for (const auto& [type, spec] : j.job->replica_specs) {
       std::cout << (first ? "" : ", ") << ReplicaTypeName(type) << " x" << spec.replicas;
@@ -174,7 +220,7 @@ int Validate(const std::vector<std::string>& args) {
     }
     std::cout << ")\n";
   }
-  if (problems) std::cerr << path << ": " << problems << (problems == 1 ? " problem" : " problems") << "\n";
+  if (problems) std::cerr << source << ": " << problems << (problems == 1 ? " problem" : " problems") << "\n";
   return problems ? 1 : 0;
 }
 
@@ -198,7 +244,7 @@ int TfConfig(const std::vector<std::string>& args) {
       job_name = args[++i];
     } else if (a == "--sparse") {
       opts.sparse = true;
-    } else if (!a.empty() && a[0] == '-') {
+    } else if (IsOption(a)) {
       return UsageError("unknown option " + a, kTfConfigUsage);
     } else if (file.empty()) {
       file = a;
@@ -259,7 +305,7 @@ int Run(const std::vector<std::string>& args) {
                           kRunUsage);
       }
       opts.grace_seconds = *grace;
-    } else if (!args[i].empty() && args[i][0] == '-') {
+    } else if (IsOption(args[i])) {
       return UsageError("unknown option " + args[i], kRunUsage);
     } else if (file.empty()) {
       file = args[i];
@@ -353,7 +399,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return UsageError("no command given", kUsage);
   const std::string cmd = args[0];
-  std::vector<std::string> rest(args.begin() + 1, args.end());
+  const std::vector<std::string> rest = Normalize({args.begin() + 1, args.end()});
   if (cmd == "--help" || cmd == "-h" || cmd == "help") return std::cout << kUsage, 0;
   if (cmd == "--version" || cmd == "version")
     return std::cout << "ringmaster " << RINGMASTER_VERSION << "\n", 0;

@@ -90,6 +90,36 @@ spec:
   EXPECT_NE(r.output.find("3 problems"), std::string::npos) << r.output;
 }
 
+// kubectl's habits: a job from standard input (-f - or -), options as
+// --name=value as well as --name value.
+TEST(Cli, ReadsStandardInputAndTakesNameEqualsValue) {
+  auto r = Ringmaster("validate -f - < " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("<stdin>: DistributedJob quickstart is valid"), std::string::npos) << r.output;
+  const std::string bad = TempFile("bad-port.yaml", R"(apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: bad}
+spec:
+  port: 99999
+  replicaSpecs: {Worker: {template: {spec: {containers: [{name: c, image: i}]}}}}
+)");
+  r = Ringmaster("validate - < " + bad);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("<stdin>:5:9: spec.port: must be between 1 and 65535"), std::string::npos)
+      << r.output;
+  const auto long_form =
+      Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica worker:1 --namespace team");
+  const auto equals =
+      Ringmaster("tfconfig --replica=worker:1 --namespace=team -f - < " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(equals.exit_code, 0) << equals.output;
+  EXPECT_EQ(equals.output, long_form.output);
+  r = Ringmaster("run --grace-period=x " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--grace-period: must be a number of seconds in [0, 86400], got 'x'"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, TfConfigPrintsKubeflowShape) {
   auto r = Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica worker:1 --namespace team");
   EXPECT_EQ(r.exit_code, 0) << r.output;
