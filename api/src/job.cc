@@ -316,9 +316,10 @@ void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out
   DecodeKeySecretRef(d, *c, path, key_secret_ref);
   // Exactly the CRD's enum, so a file runs locally only if the API server
   // would take it too (RINGMASTER_IMPLEMENTATION stays case-insensitive).
-  if (auto impl = d.Enum<Implementation>(
-          *c, "implementation", path,
-          {{"AUTO", Implementation::kAuto}, {"RING", Implementation::kRing}, {"NCCL", Implementation::kNccl}})) {
+  if (auto impl = d.Enum<Implementation>(*c, "implementation", path,
+                                         {{"AUTO", Implementation::kAuto},
+                                          {"RING", Implementation::kRing},
+                                          {"NCCL", Implementation::kNccl}})) {
     out.implementation = *impl;
   }
   if (auto b = d.Integer(*c, "bytesPerPack", path, 0, INT64_MAX)) out.bytes_per_pack = *b;
