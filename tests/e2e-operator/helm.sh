@@ -26,22 +26,28 @@ grep -q '"secrets"' "$LOGDIR/default.yaml" || fail "no rule for the job key Secr
 pass "helm template: networkPolicy.enabled adds --network-policy=true and its RBAC rule, off by default"
 
 # kwok's fake nodes carry a taint: tolerate it so the pods land there, and
-# only there (the real node has no operator image).
-"$HELM" install rm "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \
+# only there (the real node has no operator image). The release's name is
+# its own: the chart's user ClusterRoles are cluster-scoped and named after
+# the release, and the real-pod tests' release (rm) may be installed.
+rel=rm-e2e name=rm-e2e-ringmaster
+"$HELM" install "$rel" "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \
   --set 'tolerations[0].operator=Exists' --set nodeSelector.type=kwok --set "watchNamespaces={$NS}" \
   --set metrics.serviceMonitor.enabled=false >"$LOGDIR/install.log" 2>&1 ||
   { cat "$LOGDIR/install.log" >&2; fail "helm install"; }
-k -n "$NS" get deployment rm-ringmaster >/dev/null || fail "no Deployment"
-k -n "$NS" get serviceaccount rm-ringmaster >/dev/null || fail "no ServiceAccount"
-k -n "$NS" get role rm-ringmaster rm-ringmaster-leader-election >/dev/null || fail "no Roles"
-k -n "$NS" get rolebinding rm-ringmaster rm-ringmaster-leader-election >/dev/null || fail "no RoleBindings"
-k -n "$NS" get service rm-ringmaster-metrics >/dev/null || fail "no metrics Service"
-k -n "$NS" get poddisruptionbudget rm-ringmaster >/dev/null || fail "no PodDisruptionBudget (replicaCount 2)"
+k -n "$NS" get deployment "$name" >/dev/null || fail "no Deployment"
+k -n "$NS" get serviceaccount "$name" >/dev/null || fail "no ServiceAccount"
+k -n "$NS" get role "$name" "$name-leader-election" >/dev/null || fail "no Roles"
+k -n "$NS" get rolebinding "$name" "$name-leader-election" >/dev/null || fail "no RoleBindings"
+k -n "$NS" get service "$name-metrics" >/dev/null || fail "no metrics Service"
+k -n "$NS" get poddisruptionbudget "$name" >/dev/null || fail "no PodDisruptionBudget (replicaCount 2)"
+expect_eq "aggregated user role" \
+  "$(k get clusterrole "$name-edit" -o 'jsonpath={.metadata.labels.rbac\.authorization\.k8s\.io/aggregate-to-edit}')" true
 k get crd distributedjobs.ringmaster.io >/dev/null || fail "no CRD"
 wait_for 120 "2 operator pods Running" bash -c \
   "[ \$(kubectl -n $NS get pods -l app.kubernetes.io/name=ringmaster-operator --field-selector=status.phase=Running -o name | wc -l) = 2 ]"
 node=$(k -n "$NS" get pods -l app.kubernetes.io/name=ringmaster-operator -o 'jsonpath={.items[0].spec.nodeName}')
 [ -n "$node" ] || fail "operator pod not scheduled"
-pass "helm install: Deployment, RBAC, Service, PodDisruptionBudget; pods Running on node $node"
-"$HELM" uninstall rm -n "$NS" --timeout 60s >/dev/null 2>&1 || fail "helm uninstall"
+pass "helm install: Deployment, RBAC (user roles included), Service, PodDisruptionBudget; pods Running on node $node"
+"$HELM" uninstall "$rel" -n "$NS" --timeout 60s >/dev/null 2>&1 || fail "helm uninstall"
+k get clusterrole "$name-edit" >/dev/null 2>&1 && fail "helm uninstall left ClusterRole $name-edit"
 pass "helm uninstall"

@@ -31,9 +31,9 @@ ns_list=$(IFS=,; echo "${REAL_NAMESPACES[*]}")
   --set 'tolerations[0].key=ringmaster.io/real-node' --set 'tolerations[0].operator=Exists' \
   --set 'tolerations[0].effect=NoSchedule' --set metrics.serviceMonitor.enabled=false >"/tmp/$E2E_NAME.helm.log" 2>&1 ||
   { cat "/tmp/$E2E_NAME.helm.log" >&2; k -n "$OPERATOR_NS" get pods,events >&2 || true
-    k -n "$OPERATOR_NS" logs -l app.kubernetes.io/name=ringmaster-operator --tail=40 >&2 || true
+    k -n "$OPERATOR_NS" logs -l app.kubernetes.io/name=ringmaster-operator,app.kubernetes.io/instance=$RELEASE --tail=40 >&2 || true
     fail "helm install of charts/ringmaster"; }
-pod=$(k -n "$OPERATOR_NS" get pods -l app.kubernetes.io/name=ringmaster-operator -o 'jsonpath={.items[0].metadata.name}')
+pod=$(k -n "$OPERATOR_NS" get pods -l app.kubernetes.io/name=ringmaster-operator,app.kubernetes.io/instance=$RELEASE -o 'jsonpath={.items[0].metadata.name}')
 [ -n "$pod" ] || fail "no operator pod"
 wait_jsonpath 120 "pod/$pod" '{.status.conditions[?(@.type=="Ready")].status}' True -n "$OPERATOR_NS"
 expect_eq "the operator pod's node" "$(k -n "$OPERATOR_NS" get pod "$pod" -o 'jsonpath={.spec.nodeName}')" "$REAL_NODE"

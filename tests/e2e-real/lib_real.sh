@@ -34,7 +34,7 @@ dump_on_failure() {
       echo "----- logs of $p"; kubectl -n "$NS" logs "$p" --all-containers --tail=30
     done
     echo "----- operator"
-    kubectl -n "$OPERATOR_NS" logs -l app.kubernetes.io/name=ringmaster-operator --tail=40
+    kubectl -n "$OPERATOR_NS" logs -l "app.kubernetes.io/name=ringmaster-operator,app.kubernetes.io/instance=$RELEASE" --tail=40
   } >&2 2>&1 || true
 }
 # On failure, what the cluster knew, then lib.sh's exit handling.
