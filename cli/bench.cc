@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "free_ports.h"
+#include "number_flag.h"
 #include "ringmaster/comm_options.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/job.h"
@@ -37,22 +39,16 @@
 namespace ringmaster::cli {
 namespace {
 
-const char kUsage[] =
-    "usage: ringmaster bench [-n RANKS] [-b MIN_BYTES] [-e MAX_BYTES] [-f FACTOR] [-a all|auto|ring|rd|hd]\n"
-    "                        [--batches K] [--streams S] [--reforms R] [--json]\n"
-    "       ringmaster bench --member [same options]\n"
-    "All-reduce (float32, sum) among RANKS local processes (default 2) over TCP on 127.0.0.1, sizes\n"
-    "MIN_BYTES (default 4) to MAX_BYTES (default 256M) growing by the integer FACTOR (default 4),\n"
-    "for AUTO (the engine's choice; RINGMASTER_ALGORITHM's when set) and each algorithm forced per\n"
-    "call through CommunicationOptions::algorithm (ring; rd = recursive doubling, the small-message one;\n"
-    "hd = halving-doubling, the medium-size one).\n"
-    "Per size: 2 warm-up calls, K timed batches (default 5) of back-to-back calls; the median and\n"
-    "the spread of the per-call time over the batches; every result checked bit for bit.\n"
-    "busbw = algbw * 2(n-1)/n. --json prints one JSON line per size and algorithm.\n"
-    "--reforms R: then forms the group again R times (Reform(): rendezvous, mesh and, with a job key in\n"
-    "RINGMASTER_JOB_KEY_FILE, its authentication) and prints the median time of one formation.\n"
-    "--member: run as one rank of a group formed from TF_CONFIG and RINGMASTER_* (what the launcher\n"
-    "starts; bench/allreduce/run.py starts members itself). Exit 1 if any result was wrong.\n";
+constexpr char kDescription[] =
+    "All-reduce (float32, sum) among RANKS local processes over TCP on 127.0.0.1, sizes MIN_BYTES to\n"
+    "MAX_BYTES growing by the integer FACTOR, for AUTO (the engine's choice; RINGMASTER_ALGORITHM's when\n"
+    "set) and each algorithm forced per call through CommunicationOptions::algorithm (ring; rd = recursive\n"
+    "doubling, the small-message one; hd = halving-doubling, the medium-size one).";
+
+constexpr char kFooter[] =
+    "Per size: 2 warm-up calls, K timed batches of back-to-back calls; the median and the spread of the\n"
+    "per-call time over the batches; every result checked bit for bit. busbw = algbw * 2(n-1)/n.\n"
+    "Exit 1 if any result was wrong.";
 
 struct Options {
   int ranks = 2, batches = 5, streams = 0, factor = 4, reforms = 0;
@@ -61,68 +57,77 @@ struct Options {
   bool member = false, json = false;
 };
 
-bool ParseBytes(const std::string& s, int64_t* out) {
-  if (s.empty()) return false;
+// "64K", "256M", "1G", "4": bytes, or what is wrong.
+std::string ParseBytes(const std::string& s, int64_t* out) {
   char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  std::string suffix(end);
+  const double v = std::strtod(s.c_str(), &end);
+  const std::string suffix(end);
   double mult = 1;
-  if (suffix == "K" || suffix == "k")
+  if (suffix == "K" || suffix == "k") {
     mult = 1 << 10;
-  else if (suffix == "M" || suffix == "m")
+  } else if (suffix == "M" || suffix == "m") {
     mult = 1 << 20;
-  else if (suffix == "G" || suffix == "g")
+  } else if (suffix == "G" || suffix == "g") {
     mult = double(1 << 30);
-  else if (!suffix.empty())
-    return false;
-  if (!(v >= 0)) return false;
+  } else if (!suffix.empty()) {
+    return "must be a size in bytes (4, 64K, 256M, 1G), got '" + s + "'";
+  }
+  if (s.empty() || end == s.c_str() || !(v >= 0 && v * mult < 0x1p62)) {
+    return "must be a size in bytes (4, 64K, 256M, 1G), got '" + s + "'";
+  }
   *out = static_cast<int64_t>(v * mult);
-  return true;
+  return "";
+}
+
+CLI::Validator Bytes() {
+  return CLI::Validator(
+      [](std::string& text) {
+        int64_t ignored;
+        return ParseBytes(text, &ignored);
+      },
+      "BYTES");
 }
 
 // Returns the exit code for a bad or help argument, nullopt when parsed.
-std::optional<int> Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto val = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    bool ok = true;
-    if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      return 0;
-    } else if (a == "--member") {
-      o->member = true;
-    } else if (a == "--json") {
-      o->json = true;
-    } else if (a == "-n" || a == "--ranks") {
-      o->ranks = std::atoi(val().c_str());
-      ok = o->ranks >= 1 && o->ranks <= 16;
-    } else if (a == "-b" || a == "--min-bytes") {
-      ok = ParseBytes(val(), &o->min_bytes);
-    } else if (a == "-e" || a == "--max-bytes") {
-      ok = ParseBytes(val(), &o->max_bytes);
-    } else if (a == "-f" || a == "--step-factor") {
-      o->factor = std::atoi(val().c_str());
-      ok = o->factor >= 2;
-    } else if (a == "-a" || a == "--algorithm") {
-      o->algo = val();
-      ok = o->algo == "all" || o->algo == "ring" || o->algo == "rd" || o->algo == "hd" || o->algo == "auto";
-    } else if (a == "--reforms") {
-      o->reforms = std::atoi(val().c_str());
-      ok = o->reforms >= 1;
-    } else if (a == "--batches") {
-      o->batches = std::atoi(val().c_str());
-      ok = o->batches >= 1;
-    } else if (a == "--streams") {
-      o->streams = std::atoi(val().c_str());
-      ok = o->streams >= 1 && o->streams <= 8;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::cerr << "ringmaster bench: bad argument " << a << "\n" << kUsage;
-      return 2;
-    }
+std::optional<int> Parse(const std::vector<std::string>& args, Options* o) {
+  CLI::App app(kDescription, "ringmaster bench");
+  app.footer(kFooter);
+  app.get_formatter()->column_width(36);
+  std::string min_bytes = "4", max_bytes = "256M";
+  app.add_option("-n,--ranks", o->ranks, "local processes")
+      ->check(flags::IntegerIn(1, 16))
+      ->capture_default_str();
+  app.add_option("-b,--min-bytes", min_bytes, "smallest size")->check(Bytes())->capture_default_str();
+  app.add_option("-e,--max-bytes", max_bytes, "largest size")->check(Bytes())->capture_default_str();
+  app.add_option("-f,--step-factor", o->factor, "each size is FACTOR times the last")
+      ->check(flags::IntegerIn(2, 1024))
+      ->capture_default_str();
+  app.add_option("-a,--algorithm", o->algo, "all, auto, ring, rd or hd")
+      ->check(CLI::IsMember({"all", "auto", "ring", "rd", "hd"}))
+      ->capture_default_str();
+  app.add_option("--batches", o->batches, "timed batches per size")
+      ->check(flags::IntegerIn(1, 1000))
+      ->capture_default_str();
+  app.add_option("--streams", o->streams, "TCP connections per peer (default: RINGMASTER_STREAMS's, else 1)")
+      ->check(flags::IntegerIn(1, 8));
+  app.add_option("--reforms", o->reforms,
+                 "then forms the group again R times (Reform(): rendezvous, mesh and, with a job key in "
+                 "RINGMASTER_JOB_KEY_FILE, its authentication) and prints the median time of one formation")
+      ->check(flags::IntegerIn(1, 1000000));
+  app.add_flag("--json", o->json, "one JSON line per size and algorithm");
+  app.add_flag("--member", o->member,
+               "run as one rank of a group formed from TF_CONFIG and RINGMASTER_* (what the launcher "
+               "starts; bench/allreduce/run.py starts members itself)");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::cerr << "ringmaster bench: " << e.what() << "\n(see 'ringmaster bench --help')\n";
+    return 2;
   }
+  ParseBytes(min_bytes, &o->min_bytes);
+  ParseBytes(max_bytes, &o->max_bytes);
   o->min_bytes = std::max<int64_t>(o->min_bytes, 4);
   o->max_bytes = std::max(o->max_bytes, o->min_bytes);
   return std::nullopt;
@@ -248,7 +253,7 @@ bool PrintRow(const std::string& line, bool json) {
 }
 
 // The launcher: N members of a fresh group of workers on 127.0.0.1.
-int LaunchMain(const Options& o, int argc, char** argv) {
+int LaunchMain(const Options& o, const std::vector<std::string>& bench_args) {
   char exe[PATH_MAX];
   ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (len <= 0) {
@@ -278,7 +283,7 @@ int LaunchMain(const Options& o, int argc, char** argv) {
   std::string agent_ports;
   for (int r = 0; r < o.ranks; ++r) agent_ports += (r ? "," : "") + std::to_string(ports[o.ranks + r]);
   std::vector<std::string> args = {exe, "bench", "--member"};
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.insert(args.end(), bench_args.begin(), bench_args.end());
 
   int out[2];
   if (::pipe(out) != 0) return 1;
@@ -325,10 +330,10 @@ int LaunchMain(const Options& o, int argc, char** argv) {
 
 }  // namespace
 
-int BenchMain(int argc, char** argv) {
+int BenchMain(const std::vector<std::string>& args) {
   Options o;
-  if (auto rc = Parse(argc, argv, &o)) return *rc;
-  return o.member ? MemberMain(o) : LaunchMain(o, argc, argv);
+  if (auto rc = Parse(args, &o)) return *rc;
+  return o.member ? MemberMain(o) : LaunchMain(o, args);
 }
 
 }  // namespace ringmaster::cli

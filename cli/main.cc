@@ -2,6 +2,7 @@
 // a job file as local processes), bench.
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "bench.h"
 #include "flight_recorder.h"
 #include "local_runner.h"
+#include "number_flag.h"
 #include "ringmaster/job.h"
 #include "ringmaster/tf_config_gen.h"
 
@@ -28,116 +30,36 @@ using namespace ringmaster;
 
 constexpr int kExitUsage = 2;
 
-constexpr char kUsage[] = R"(usage: ringmaster <command> [options]
+constexpr char kDescription[] =
+    R"(ringmaster: runs TensorFlow-style distributed jobs. The DistributedJob file you
+would `kubectl apply` runs here as local processes, or on Kubernetes via the
+operator. FILE is a path, or - for standard input; -f FILE works too, as with
+kubectl. Options take --name VALUE or --name=VALUE alike.)";
 
-Runs TensorFlow-style distributed jobs: the DistributedJob file you would
-`kubectl apply` runs here as local processes, or on Kubernetes via the operator.
-
-commands (FILE: a path, or - for standard input; also -f FILE, as kubectl;
-options take --name VALUE or --name=VALUE alike):
-  validate FILE                  check a job file; errors name the field and line
-  tfconfig FILE --replica T:I    print the TF_CONFIG the operator injects
-  run FILE                       run the job's replicas as local processes
-  bench                          all-reduce time and bandwidth, N local processes
-  flight-recorder PATH...        the members' last collectives side by side, from
-                                 the dumps the agent writes when its group aborts
-
-  ringmaster <command> --help    options of one command
-  ringmaster --version
-)";
-
-constexpr char kValidateUsage[] = R"(usage: ringmaster validate FILE
-
-Loads every DistributedJob document in FILE (YAML or JSON, `---` separated),
+constexpr char kValidateHelp[] =
+    R"(Loads every DistributedJob document in FILE (YAML or JSON, `---` separated),
 applies defaults and validates it. Exit 0 when all are valid; otherwise each
-problem is printed as FILE:LINE:COLUMN: FIELD: MESSAGE and the exit code is 1.
-)";
+problem is printed as FILE:LINE:COLUMN: FIELD: MESSAGE and the exit code is 1.)";
 
-constexpr char kTfConfigUsage[] = R"(usage: ringmaster tfconfig FILE --replica TYPE:INDEX [options]
+constexpr char kTfConfigHelp[] =
+    "Prints the TF_CONFIG JSON that the operator injects into that replica's pod.";
 
-Prints the TF_CONFIG JSON that the operator injects into that replica's pod.
-
-  --replica TYPE:INDEX     e.g. worker:1, Chief:0, ps:0 (Master = Chief)
-  --namespace NS           default: the file's metadata.namespace, else "default"
-  --cluster-domain DOMAIN  appended to the service names (e.g. cluster.local)
-  --sparse                 Kubeflow's sparse form for dynamic workers
-  --job NAME               which job, when FILE holds several
-)";
-
-constexpr char kRunUsage[] = R"(usage: ringmaster run FILE [--job NAME] [--grace-period SECONDS]
-
-Runs every replica's first container (command + args; the image is ignored)
+constexpr char kRunHelp[] = R"(Runs every replica's first container (command + args; the image is ignored)
 as a local process with its env, RINGMASTER_* and a TF_CONFIG on 127.0.0.1.
 The job's restartPolicy, backoffLimit, successPolicy and activeDeadlineSeconds
 apply as on Kubernetes. Output lines are prefixed with the replica
 ([worker-1]). Exit 0 only if the job succeeded; a failed run's summary ends
 with "verdict: REPLICA: TEXT", what the failed replica that wrote first put in
-its $RINGMASTER_TERMINATION_LOG (the agent names the culprit there).
+its $RINGMASTER_TERMINATION_LOG (the agent names the culprit there).)";
 
-  --job NAME               which job, when FILE holds several
-  --grace-period SECONDS   when the job ends, replicas still running get this
-                           long to exit by themselves, then SIGTERM, then
-                           SIGKILL after as long again (default 5; a pod's
-                           terminationGracePeriodSeconds). Ctrl-C sends
-                           SIGTERM at once, SIGKILL after the grace period.
-)";
-
-constexpr char kFlightRecorderUsage[] = R"(usage: ringmaster flight-recorder PATH... [--last N]
-
-Reads the flight-recorder dumps the agent writes when its collective group
+constexpr char kFlightRecorderHelp[] =
+    R"(Reads the flight-recorder dumps the agent writes when its collective group
 aborts (one JSON file per member, in $RINGMASTER_FLIGHT_RECORDER_DIR) and
 prints the members side by side: a line per member (rank, task, pid, the
 abort's cause), a table with a row per collective (sequence number) and a
 column per member showing its outcome (ok, running, queued, a status code;
 "-": never entered; "?": older than its recorder holds), and a last line
-naming the members that never entered the newest collective.
-
-  PATH       a dump file, or a directory: its *.json files
-  --last N   the last N collectives (default 20)
-)";
-
-// "--name=value" as "--name" "value", so every option takes both forms (as
-// the operator's flags do); "-f FILE" / "--filename FILE" as FILE, as kubectl.
-std::vector<std::string> Normalize(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      out.push_back(a.substr(0, eq));
-      out.push_back(a.substr(eq + 1));
-    } else {
-      out.push_back(a);
-    }
-  }
-  std::vector<std::string> files;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if ((out[i] == "-f" || out[i] == "--filename") && i + 1 < out.size()) {
-      files.push_back(out[i + 1]);
-      out.erase(out.begin() + static_cast<long>(i), out.begin() + static_cast<long>(i) + 2);
-      --i;
-    }
-  }
-  out.insert(out.begin(), files.begin(), files.end());  // FILE first, where the commands expect it
-  return out;
-}
-
-// An argument that is an option, not FILE ("-" is standard input).
-bool IsOption(const std::string& a) {
-  return a.size() > 1 && a[0] == '-';
-}
-
-bool WantsHelp(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
-int UsageError(const std::string& message, const char* usage) {
-  std::cerr << "ringmaster: " << message << "\n\n" << usage;
-  return kExitUsage;
-}
+naming the members that never entered the newest collective.)";
 
 // "-" is standard input (`kubectl get djob x -o yaml | ringmaster run -`).
 std::optional<std::string> ReadFile(const std::string& path) {
@@ -192,10 +114,7 @@ std::optional<DistributedJob> LoadOne(const std::string& path, const std::string
   return std::move(valid.front());
 }
 
-int Validate(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) return std::cout << kValidateUsage, 0;
-  if (args.size() != 1) return UsageError("validate takes exactly one FILE", kValidateUsage);
-  const std::string& path = args[0];
+int Validate(const std::string& path) {
   const std::string source = SourceName(path);
   auto text = ReadFile(path);
   if (!text) {
@@ -224,47 +143,34 @@ int Validate(const std::vector<std::string>& args) {
   return problems ? 1 : 0;
 }
 
-int TfConfig(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) return std::cout << kTfConfigUsage, 0;
-  std::string file, replica, job_name;
+struct TfConfigArgs {
+  std::string file, job_name;
   std::optional<std::string> ns;
+  ReplicaType type = ReplicaType::kWorker;
+  int index = 0;
   TfConfigOptions opts;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool takes_value =
-        a == "--replica" || a == "--namespace" || a == "--cluster-domain" || a == "--job";
-    if (takes_value && i + 1 >= args.size()) return UsageError(a + " needs a value", kTfConfigUsage);
-    if (a == "--replica") {
-      replica = args[++i];
-    } else if (a == "--namespace") {
-      ns = args[++i];
-    } else if (a == "--cluster-domain") {
-      opts.cluster_domain = args[++i];
-    } else if (a == "--job") {
-      job_name = args[++i];
-    } else if (a == "--sparse") {
-      opts.sparse = true;
-    } else if (IsOption(a)) {
-      return UsageError("unknown option " + a, kTfConfigUsage);
-    } else if (file.empty()) {
-      file = a;
-    } else {
-      return UsageError("unexpected argument " + a, kTfConfigUsage);
-    }
-  }
-  if (file.empty()) return UsageError("tfconfig needs a FILE", kTfConfigUsage);
-  if (replica.empty()) return UsageError("tfconfig needs --replica TYPE:INDEX", kTfConfigUsage);
-  auto colon = replica.find(':');
-  auto type = ParseReplicaType(replica.substr(0, colon));
+};
+
+// --replica's TYPE:INDEX, or what is wrong with it.
+std::string ParseReplica(const std::string& text, ReplicaType* type, int* index) {
+  const auto colon = text.find(':');
+  auto t = ParseReplicaType(text.substr(0, colon));
   char* end = nullptr;
-  long index = colon == std::string::npos ? -1 : std::strtol(replica.c_str() + colon + 1, &end, 10);
-  if (!type || colon == std::string::npos || *end != '\0' || index < 0 || index > INT_MAX) {
-    return UsageError("--replica: '" + replica + "' is not TYPE:INDEX (e.g. worker:1)", kTfConfigUsage);
+  const long i = colon == std::string::npos ? -1 : std::strtol(text.c_str() + colon + 1, &end, 10);
+  if (!t || colon == std::string::npos || *end != '\0' || i < 0 || i > INT_MAX) {
+    return "'" + text + "' is not TYPE:INDEX (e.g. worker:1)";
   }
+  *type = *t;
+  *index = static_cast<int>(i);
+  return "";
+}
+
+int TfConfig(TfConfigArgs a) {
+  auto& [file, job_name, ns, type, index, opts] = a;
   auto job = LoadOne(file, job_name);
   if (!job) return 1;
   opts.namespace_ = ns.value_or(job->namespace_.empty() ? "default" : job->namespace_);
-  auto out = GenerateTfConfig(*job, *type, static_cast<int>(index), opts);
+  auto out = GenerateTfConfig(*job, type, index, opts);
   if (!out.ok()) {
     std::cerr << "ringmaster: " << out.status().message() << "\n";
     return 1;
@@ -281,39 +187,7 @@ std::string BinDir() {
   return exe.substr(0, exe.find_last_of('/'));
 }
 
-// A number of seconds in [0, 86400], or nullopt.
-std::optional<double> ParseGrace(const std::string& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !(v >= 0 && v <= 86400)) return std::nullopt;
-  return v;
-}
-
-int Run(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) return std::cout << kRunUsage, 0;
-  std::string file, job_name;
-  cli::LocalRunOptions opts;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--job") {
-      if (i + 1 >= args.size()) return UsageError("--job needs a value", kRunUsage);
-      job_name = args[++i];
-    } else if (args[i] == "--grace-period") {
-      if (i + 1 >= args.size()) return UsageError("--grace-period needs a value", kRunUsage);
-      auto grace = ParseGrace(args[++i]);
-      if (!grace) {
-        return UsageError("--grace-period: must be a number of seconds in [0, 86400], got '" + args[i] + "'",
-                          kRunUsage);
-      }
-      opts.grace_seconds = *grace;
-    } else if (IsOption(args[i])) {
-      return UsageError("unknown option " + args[i], kRunUsage);
-    } else if (file.empty()) {
-      file = args[i];
-    } else {
-      return UsageError("unexpected argument " + args[i], kRunUsage);
-    }
-  }
-  if (file.empty()) return UsageError("run needs a FILE", kRunUsage);
+int Run(const std::string& file, const std::string& job_name, cli::LocalRunOptions opts) {
   auto job = LoadOne(file, job_name);
   if (!job) return 1;
   opts.bin_dir = BinDir();
@@ -345,27 +219,7 @@ bool DumpFiles(const std::string& path, std::vector<std::string>& out) {
   return true;
 }
 
-int FlightRecorder(const std::vector<std::string>& args) {
-  if (WantsHelp(args)) return std::cout << kFlightRecorderUsage, 0;
-  std::vector<std::string> paths;
-  size_t last = 20;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--last") {
-      if (i + 1 >= args.size()) return UsageError("--last needs a value", kFlightRecorderUsage);
-      char* end = nullptr;
-      const long n = std::strtol(args[++i].c_str(), &end, 10);
-      if (args[i].empty() || *end != '\0' || n < 1 || n > 1000000) {
-        return UsageError("--last: must be an integer in [1, 1000000], got '" + args[i] + "'",
-                          kFlightRecorderUsage);
-      }
-      last = static_cast<size_t>(n);
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      return UsageError("unknown option " + args[i], kFlightRecorderUsage);
-    } else {
-      paths.push_back(args[i]);
-    }
-  }
-  if (paths.empty()) return UsageError("flight-recorder needs a PATH", kFlightRecorderUsage);
+int FlightRecorder(const std::vector<std::string>& paths, size_t last) {
   std::vector<std::string> files;
   for (const auto& p : paths) {
     if (!DumpFiles(p, files)) return 1;
@@ -393,20 +247,111 @@ int FlightRecorder(const std::vector<std::string>& args) {
   return 0;
 }
 
+// FILE as a positional or as -f/--filename (kubectl's spelling), one of them.
+void AddFile(CLI::App* command, std::string* file) {
+  auto* positional = command->add_option("FILE", *file, "the job file; - for standard input");
+  command->add_option("-f,--filename", *file, "the job file, as with kubectl")->excludes(positional);
+}
+
+// Parse errors (exit 2) say what was wrong and where the help is.
+int ParseFailed(const CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
+    return app.exit(e);  // --help, --version
+  std::string command = "ringmaster";
+  for (const auto* sub : app.get_subcommands()) command += " " + sub->get_name();
+  std::cerr << "ringmaster: " << e.what() << "\n(see '" << command << " --help')\n";
+  return kExitUsage;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) return UsageError("no command given", kUsage);
-  const std::string cmd = args[0];
-  const std::vector<std::string> rest = Normalize({args.begin() + 1, args.end()});
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") return std::cout << kUsage, 0;
-  if (cmd == "--version" || cmd == "version")
-    return std::cout << "ringmaster " << RINGMASTER_VERSION << "\n", 0;
-  if (cmd == "validate") return Validate(rest);
-  if (cmd == "tfconfig") return TfConfig(rest);
-  if (cmd == "run") return Run(rest);
-  if (cmd == "bench") return cli::BenchMain(argc - 1, argv + 1);
-  if (cmd == "flight-recorder") return FlightRecorder(rest);
-  return UsageError("unknown command '" + cmd + "'", kUsage);
+  CLI::App app(kDescription, "ringmaster");
+  app.set_version_flag("--version", std::string("ringmaster ") + RINGMASTER_VERSION);
+  app.require_subcommand(1, 1);
+  app.get_formatter()->column_width(32);
+
+  std::string file, job_name;
+  auto* validate = app.add_subcommand("validate", "check a job file; errors name the field and line");
+  validate->footer(kValidateHelp);
+  AddFile(validate, &file);
+
+  TfConfigArgs tf;
+  auto* tfconfig = app.add_subcommand("tfconfig", "print the TF_CONFIG the operator injects into a replica");
+  tfconfig->footer(kTfConfigHelp);
+  AddFile(tfconfig, &tf.file);
+  tfconfig
+      ->add_option_function<std::string>(
+          "--replica", [&](const std::string& text) { ParseReplica(text, &tf.type, &tf.index); },
+          "TYPE:INDEX, e.g. worker:1, Chief:0, ps:0 (Master = Chief)")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            ReplicaType type;
+            int index;
+            return ParseReplica(text, &type, &index);
+          },
+          "TYPE:INDEX"));
+  tfconfig->add_option_function<std::string>(
+      "--namespace", [&](const std::string& ns) { tf.ns = ns; },
+      "default: the file's metadata.namespace, else \"default\"");
+  tfconfig->add_option("--cluster-domain", tf.opts.cluster_domain,
+                       "appended to the service names (cluster.local)");
+  tfconfig->add_flag("--sparse", tf.opts.sparse, "Kubeflow's sparse form for dynamic workers");
+  tfconfig->add_option("--job", tf.job_name, "which job, when FILE holds several");
+
+  cli::LocalRunOptions run_opts;
+  auto* run = app.add_subcommand("run", "run the job's replicas as local processes");
+  run->footer(kRunHelp);
+  AddFile(run, &file);
+  run->add_option("--job", job_name, "which job, when FILE holds several");
+  run->add_option("--grace-period", run_opts.grace_seconds,
+                  "when the job ends, replicas still running get this long to exit by themselves, then "
+                  "SIGTERM, then SIGKILL after as long again (a pod's terminationGracePeriodSeconds). "
+                  "Ctrl-C sends SIGTERM at once, SIGKILL after the grace period.")
+      ->check(flags::NumberIn(0, 86400, "a number of seconds", false))
+      ->capture_default_str();
+
+  // bench parses its own options (bench.cc): they are passed on as they come.
+  auto* bench =
+      app.add_subcommand("bench", "all-reduce time and bandwidth, N local processes (bench --help)");
+  bench->prefix_command();
+  bench->set_help_flag();
+
+  std::vector<std::string> paths;
+  size_t last = 20;
+  auto* recorder = app.add_subcommand("flight-recorder",
+                                      "the members' last collectives side by side, from the dumps the agent "
+                                      "writes when its group aborts");
+  recorder->footer(kFlightRecorderHelp);
+  recorder->add_option("PATH", paths, "a dump file, or a directory: its *.json files")->required();
+  recorder->add_option("--last", last, "the last N collectives")
+      ->check(flags::IntegerIn(1, 1000000))
+      ->capture_default_str();
+
+  const auto subcommands = app.get_subcommands([](const CLI::App*) { return true; });
+  if (argc > 1 && argv[1][0] != '-' && std::none_of(subcommands.begin(), subcommands.end(), [&](auto* c) {
+        return c->get_name() == argv[1];
+      })) {
+    std::cerr << "ringmaster: unknown command '" << argv[1] << "'\n(see 'ringmaster --help')\n";
+    return kExitUsage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return ParseFailed(app, e);
+  }
+  for (auto [command, path] : {std::pair{validate, &file}, {tfconfig, &tf.file}, {run, &file}}) {
+    if (command->parsed() && path->empty()) {
+      std::cerr << "ringmaster: " << command->get_name()
+                << " needs a FILE (a path, - for standard input, or -f FILE)\n(see 'ringmaster "
+                << command->get_name() << " --help')\n";
+      return kExitUsage;
+    }
+  }
+  if (validate->parsed()) return Validate(file);
+  if (tfconfig->parsed()) return TfConfig(std::move(tf));
+  if (run->parsed()) return Run(file, job_name, std::move(run_opts));
+  if (bench->parsed()) return cli::BenchMain(bench->remaining());
+  return FlightRecorder(paths, last);
 }

@@ -8,12 +8,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "client.h"
 #include "controller.h"
 #include "endpoints.h"
+#include "flags.h"
 #include "kubeconfig.h"
 #include "leader.h"
 #include "log.h"
@@ -26,194 +26,7 @@ using namespace ringmaster::op;
 
 namespace {
 
-constexpr char kUsage[] = R"(Usage: ringmaster-operator [FLAGS]
-
-Connection (default: in-cluster config, else $KUBECONFIG, else ~/.kube/config):
-  --kubeconfig PATH            kubeconfig file (token, token file, client certificate or exec plugin)
-  --context NAME               kubeconfig context (default: its current-context)
-  --qps N                      client-side requests per second   (env RINGMASTER_QPS, default 500)
-  --burst N                    client-side burst                  (env RINGMASTER_BURST, default 1000)
-Work:
-  --namespace NS[,NS...]       namespaces to watch; repeatable   (env RINGMASTER_NAMESPACES, default all)
-  --workers N                  concurrent reconciles              (env RINGMASTER_WORKERS, default 8)
-  --resync-seconds N           periodic full resync               (default 300)
-  --cluster-domain D           appended to TF_CONFIG addresses    (default none: "<pod>.<job>.<ns>.svc")
-  --network-policy[=true|false]  a NetworkPolicy per job: ingress to its pods only from its own pods
-                               (default false; enforced only by a network plugin that implements it)
-Leader election (coordination.k8s.io/v1 Lease):
-  --leader-elect=true|false    (default true)
-  --leader-election-namespace NS  (env POD_NAMESPACE, default ringmaster-system)
-  --leader-election-id NAME    lease name (default ringmaster-operator)
-  --identity ID                (env POD_NAME, default hostname_pid)
-  --lease-duration S / --renew-deadline S / --retry-period S   (15 / 10 / 2)
-Operations:
-  --metrics-address HOST:PORT  /metrics                          (default :8080; "0" disables)
-  --health-probe-address HOST:PORT  /healthz, /readyz        (default :8081; "0" disables)
-  --log-level debug|info|warning|error
-)";
-
-struct Flags {
-  std::string kubeconfig, context, cluster_domain;
-  std::vector<std::string> namespaces;
-  // Measured on a 2-core API server (docs/benchmarks.md, "Operator at
-  // scale"): below 500 QPS creation is bound by the limiter, below 8 workers
-  // by the reconciles in flight. The API server's priority and fairness
-  // (on since Kubernetes 1.20) is what protects it; this limiter only keeps
-  // a runaway loop from flooding it.
-  int workers = 8, resync = 300;
-  double qps = 500;
-  int burst = 1000;
-  bool leader_elect = true;
-  bool network_policy = false;
-  LeaderOptions leader;
-  std::string metrics_address = ":8080";
-  std::string probe_address = ":8081";  // controller-runtime's ports: metrics 8080, probes 8081
-};
-
-void SplitInto(const std::string& text, std::vector<std::string>& out) {
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-}
-
-StatusOr<Flags> ParseFlags(int argc, char** argv) {
-  Flags f;
-  if (auto v = GetEnv("RINGMASTER_NAMESPACES")) SplitInto(*v, f.namespaces);
-  try {
-    if (auto v = GetEnv("RINGMASTER_WORKERS")) f.workers = std::stoi(*v);
-    if (auto v = GetEnv("RINGMASTER_QPS")) f.qps = std::stod(*v);
-    if (auto v = GetEnv("RINGMASTER_BURST")) f.burst = std::stoi(*v);
-  } catch (...) {
-    return InvalidArgumentError("RINGMASTER_WORKERS/QPS/BURST must be numbers");
-  }
-  if (auto v = GetEnv("POD_NAMESPACE"); v && !v->empty()) f.leader.namespace_ = *v;
-  if (auto v = GetEnv("POD_NAME"); v && !v->empty()) f.leader.identity = *v;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    const auto eq = arg.find('=');
-    bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    auto next = [&]() -> StatusOr<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= argc) return InvalidArgumentError(arg + " needs a value");
-      return std::string(argv[++i]);
-    };
-    auto number = [&](auto& out) -> Status {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      try {
-        size_t pos = 0;
-        if constexpr (std::is_same_v<std::decay_t<decltype(out)>, double>) {
-          out = std::stod(*v, &pos);
-        } else {
-          out = std::stoi(*v, &pos);
-        }
-        if (pos != v->size()) throw std::invalid_argument("trailing");
-      } catch (...) {
-        return InvalidArgumentError(arg + " needs a number, got '" + *v + "'");
-      }
-      return OkStatus();
-    };
-    auto seconds = [&](std::chrono::seconds& out) -> Status {
-      int s = 0;
-      RM_RETURN_IF_ERROR(number(s));
-      out = std::chrono::seconds(s);
-      return OkStatus();
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      std::exit(0);
-    } else if (arg == "--kubeconfig") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.kubeconfig = *v;
-    } else if (arg == "--context") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.context = *v;
-    } else if (arg == "--namespace" || arg == "--namespaces") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      SplitInto(*v, f.namespaces);
-    } else if (arg == "--cluster-domain") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.cluster_domain = *v;
-    } else if (arg == "--workers") {
-      RM_RETURN_IF_ERROR(number(f.workers));
-    } else if (arg == "--resync-seconds") {
-      RM_RETURN_IF_ERROR(number(f.resync));
-    } else if (arg == "--qps") {
-      RM_RETURN_IF_ERROR(number(f.qps));
-    } else if (arg == "--burst") {
-      RM_RETURN_IF_ERROR(number(f.burst));
-    } else if (arg == "--network-policy") {
-      f.network_policy = !has_value || value == "true" || value == "1";
-      if (has_value && value != "true" && value != "false" && value != "1" && value != "0")
-        return InvalidArgumentError("--network-policy takes true or false");
-    } else if (arg == "--leader-elect") {
-      f.leader_elect = !has_value || value == "true" || value == "1";
-      if (has_value && value != "true" && value != "false" && value != "1" && value != "0")
-        return InvalidArgumentError("--leader-elect takes true or false");
-    } else if (arg == "--leader-election-namespace") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.leader.namespace_ = *v;
-    } else if (arg == "--leader-election-id") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.leader.name = *v;
-    } else if (arg == "--identity") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.leader.identity = *v;
-    } else if (arg == "--lease-duration") {
-      RM_RETURN_IF_ERROR(seconds(f.leader.lease_duration));
-    } else if (arg == "--renew-deadline") {
-      RM_RETURN_IF_ERROR(seconds(f.leader.renew_deadline));
-    } else if (arg == "--retry-period") {
-      RM_RETURN_IF_ERROR(seconds(f.leader.retry_period));
-    } else if (arg == "--metrics-address") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.metrics_address = *v;
-    } else if (arg == "--health-probe-address") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      f.probe_address = *v;
-    } else if (arg == "--log-level") {
-      auto v = next();
-      if (!v.ok()) return v.status();
-      if (*v == "debug")
-        SetLogLevel(LogLevel::kDebug);
-      else if (*v == "info")
-        SetLogLevel(LogLevel::kInfo);
-      else if (*v == "warning")
-        SetLogLevel(LogLevel::kWarning);
-      else if (*v == "error")
-        SetLogLevel(LogLevel::kError);
-      else
-        return InvalidArgumentError("--log-level: debug, info, warning or error");
-    } else {
-      return InvalidArgumentError("unknown flag " + arg + " (see --help)");
-    }
-  }
-  if (f.workers < 1 || f.workers > 256) return InvalidArgumentError("--workers must be 1..256");
-  if (f.leader.renew_deadline >= f.leader.lease_duration)
-    return InvalidArgumentError("--renew-deadline must be shorter than --lease-duration");
-  if (f.leader.identity.empty()) {
-    char host[256] = {0};
-    ::gethostname(host, sizeof host - 1);
-    f.leader.identity = std::string(host) + "_" + std::to_string(::getpid());
-  }
-  return f;
-}
-
-StatusOr<ClusterConfig> LoadConfig(const Flags& f) {
+StatusOr<ClusterConfig> LoadConfig(const OperatorFlags& f) {
   std::string path = f.kubeconfig;
   if (path.empty()) {
     auto in_cluster = InClusterConfig(GetEnv, ReadWholeFile);
@@ -244,10 +57,17 @@ int main(int argc, char** argv) {
   // Memory: few malloc arenas (threads mostly wait on the network) and a
   // small cpprestsdk I/O pool instead of its default 40 threads.
   mallopt(M_ARENA_MAX, 1);
-  auto flags = ParseFlags(argc, argv);
+  auto flags = ParseOperatorFlags({argv + 1, argv + argc});
   if (!flags.ok()) {
-    std::cerr << "ringmaster-operator: " << flags.status().ToString() << "\n";
+    std::cerr << "ringmaster-operator: " << flags.status().message() << "\n";
     return 2;
+  }
+  if (!flags->help.empty()) return std::cout << flags->help, 0;
+  if (flags->log_level) SetLogLevel(*flags->log_level);
+  if (flags->leader.identity.empty()) {
+    char host[256] = {0};
+    ::gethostname(host, sizeof host - 1);
+    flags->leader.identity = std::string(host) + "_" + std::to_string(::getpid());
   }
   auto config = LoadConfig(*flags);
   if (!config.ok()) {
@@ -301,7 +121,7 @@ int main(int argc, char** argv) {
   ControllerOptions options;
   options.namespaces = flags->namespaces;
   options.workers = flags->workers;
-  options.resync = std::chrono::seconds(flags->resync);
+  options.resync = std::chrono::seconds(flags->resync_seconds);
   options.build.cluster_domain = flags->cluster_domain;
   options.build.network_policy = flags->network_policy;
   Controller controller(**client, **events_client, metrics, options);

@@ -16,7 +16,7 @@
 FROM debian:12 AS build
 RUN apt-get update && apt-get install -y --no-install-recommends \
       cmake ninja-build g++ python3-dev python3-venv \
-      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev \
+      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcli11-dev \
       protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/build \

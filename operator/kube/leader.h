@@ -14,17 +14,9 @@
 
 #include "api_verdict.h"
 #include "client.h"
+#include "leader_options.h"
 
 namespace ringmaster::op {
-
-struct LeaderOptions {
-  std::string namespace_ = "ringmaster-system";
-  std::string name = "ringmaster-operator";
-  std::string identity;
-  std::chrono::seconds lease_duration{15};
-  std::chrono::seconds renew_deadline{10};
-  std::chrono::seconds retry_period{2};
-};
 
 class LeaderElector {
  public:
