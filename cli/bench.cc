@@ -92,6 +92,7 @@ CLI::Validator Bytes() {
 std::optional<int> Parse(const std::vector<std::string>& args, Options* o) {
   CLI::App app(kDescription, "ringmaster bench");
   app.footer(kFooter);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // given twice: the last wins
   app.get_formatter()->column_width(36);
   std::string min_bytes = "4", max_bytes = "256M";
   app.add_option("-n,--ranks", o->ranks, "local processes")

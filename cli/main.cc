@@ -269,6 +269,9 @@ int main(int argc, char** argv) {
   CLI::App app(kDescription, "ringmaster");
   app.set_version_flag("--version", std::string("ringmaster ") + RINGMASTER_VERSION);
   app.require_subcommand(1, 1);
+  // An option given twice: the last wins (subcommands take their defaults
+  // from here when they are made).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.get_formatter()->column_width(32);
 
   std::string file, job_name;
@@ -324,7 +327,9 @@ int main(int argc, char** argv) {
                                       "the members' last collectives side by side, from the dumps the agent "
                                       "writes when its group aborts");
   recorder->footer(kFlightRecorderHelp);
-  recorder->add_option("PATH", paths, "a dump file, or a directory: its *.json files")->required();
+  recorder->add_option("PATH", paths, "a dump file, or a directory: its *.json files")
+      ->required()
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   recorder->add_option("--last", last, "the last N collectives")
       ->check(flags::IntegerIn(1, 1000000))
       ->capture_default_str();

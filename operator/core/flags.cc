@@ -21,7 +21,9 @@ int Seconds(std::chrono::seconds s) {
 StatusOr<OperatorFlags> ParseOperatorFlags(const std::vector<std::string>& args) {
   OperatorFlags f;
   CLI::App app(kDescription, "ringmaster-operator");
-  app.option_defaults()->always_capture_default();
+  // A flag given twice: the last wins, as with Kubernetes' own programs
+  // (a chart's extraArgs can then override one of its flags).
+  app.option_defaults()->always_capture_default()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.get_formatter()->column_width(44);
 
   app.add_option("--kubeconfig", f.kubeconfig,
@@ -43,6 +45,7 @@ StatusOr<OperatorFlags> ParseOperatorFlags(const std::vector<std::string>& args)
       ->envname("RINGMASTER_NAMESPACES")
       ->delimiter(',')
       ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->group("Work");
   app.add_option("--workers", f.workers, "concurrent reconciles")
       ->envname("RINGMASTER_WORKERS")

@@ -60,6 +60,14 @@ TEST_F(OperatorFlagsTest, SpaceAndEqualsSpellingsAgree) {
   }
 }
 
+TEST_F(OperatorFlagsTest, AFlagGivenTwiceTakesItsLastValue) {
+  auto f = ParseOperatorFlags({"--leader-election-namespace", "a", "--workers=2", "--leader-election-namespace=b",
+                               "--workers", "5"});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->leader.namespace_, "b");
+  EXPECT_EQ(f->workers, 5);
+}
+
 TEST_F(OperatorFlagsTest, BooleansTakeTheBareFormAndExplicitValues) {
   auto f = ParseOperatorFlags({"--leader-elect=false", "--network-policy"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
