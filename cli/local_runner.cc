@@ -22,6 +22,7 @@
 #include <optional>
 
 #include "free_ports.h"
+#include "local_plan.h"
 #include "ringmaster/env_expand.h"
 #include "ringmaster/job_state.h"
 #include "ringmaster/replica_env.h"
@@ -97,11 +98,11 @@ class Runner {
     MakeJobKey();
     bool finished = false;
     while (!finished && !g_interrupted) {
-      Decision d = Reconcile(job_, status_, Observations(), std::time(nullptr));
-      for (const auto& e : d.events) Say((e.warning ? "warning: " : "") + e.reason + ": " + e.message);
-      status_ = d.status;
-      for (const auto& a : d.actions) Apply(a);
-      finished = status_.Finished();
+      LocalStep step = PlanLocalStep(job_, status_, Observations(), std::time(nullptr));
+      for (const auto& line : step.lines) Say(line);
+      status_ = std::move(step.status);
+      for (const auto& c : step.commands) Apply(c);
+      finished = step.finished;
       if (!finished) Wait(opts_.tick_seconds);
     }
     // Whatever the outcome, no replica outlives the run.
@@ -221,27 +222,23 @@ class Runner {
     return out;
   }
 
-  void Apply(const Action& a) {
-    switch (a.kind) {
-      case ActionKind::kCreate:
-        Start(a.key);
+  void Apply(const LocalCommand& c) {
+    switch (c.kind) {
+      case LocalCommandKind::kStart:
+        Start(c.key);
         break;
-      case ActionKind::kRestart: {
-        auto& r = replicas_[a.key];
+      case LocalCommandKind::kRestart: {
+        auto& r = replicas_[c.key];
         if (r.pid > 0) Kill(r, SIGKILL);
         r.start_at = Clock::now() + RestartDelay(r.starts);
         r.obs.phase = ReplicaPhase::kPending;
-        Say(a.key.Name() + ": restarting (start " + std::to_string(r.starts + 1) + ")");
+        Say(c.key.Name() + ": restarting (start " + std::to_string(r.starts + 1) + ")");
         break;
       }
-      case ActionKind::kDelete:
-        // At the end of the job StopAll gives the survivors their grace period.
-        if (status_.Finished()) break;
-        if (auto it = replicas_.find(a.key); it != replicas_.end() && it->second.pid > 0)
+      case LocalCommandKind::kTerminate:
+        if (auto it = replicas_.find(c.key); it != replicas_.end() && it->second.pid > 0)
           Terminate(it->second);
         break;
-      case ActionKind::kDeleteJob:
-        break;  // nothing persists locally
     }
   }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "base64.h"  // kubeconfig's *-data fields
 #include "exec_credential.h"
 #include "ringmaster/status.h"
 
@@ -41,11 +42,6 @@ StatusOr<ClusterConfig> ParseKubeconfig(const std::string& text, const std::stri
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
 StatusOr<ClusterConfig> InClusterConfig(const GetEnvFn& getenv_fn, const ReadFileFn& read_file,
                                         const std::string& sa_dir = kServiceAccountDir);
-
-// Standard base64 (padding optional, whitespace ignored).
-StatusOr<std::string> Base64Decode(const std::string& text);
-// Standard base64 with padding (Secret data).
-std::string Base64Encode(std::string_view bytes);
 
 // The real file system and environment, for the shell.
 StatusOr<std::string> ReadWholeFile(const std::string& path);

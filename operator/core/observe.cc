@@ -100,4 +100,25 @@ std::string MetadataString(const nlohmann::json& obj, const char* field) {
   return it != obj["metadata"].end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+bool ControlledBy(const json& object, const std::string& uid) {
+  if (uid.empty() || !object.is_object() || !object.contains("metadata") || !object["metadata"].is_object())
+    return false;
+  auto refs = object["metadata"].find("ownerReferences");
+  if (refs == object["metadata"].end() || !refs->is_array()) return false;
+  for (const auto& ref : *refs) {
+    if (ref.is_object() && ref.value("controller", false)) return ref.value("uid", "") == uid;
+  }
+  return false;
+}
+
+std::string JobKeyOf(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return "";
+  const json& meta = object["metadata"];
+  auto labels = meta.find("labels");
+  if (labels == meta.end() || !labels->is_object()) return "";
+  auto it = labels->find(kLabelJobName);
+  if (it == labels->end() || !it->is_string()) return "";
+  return ObjectKey(MetadataString(object, "namespace"), it->get<std::string>());
+}
+
 }  // namespace ringmaster::op

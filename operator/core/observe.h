@@ -27,4 +27,19 @@ std::optional<ReplicaExit> ObserveFailure(const nlohmann::json& pod);
 // (objects from the API server are trusted for shape, not for content).
 std::string MetadataString(const nlohmann::json& obj, const char* field);
 
+// Whether `object`'s controller ownerReference names `uid`. An object
+// without one is not controlled by anyone: Kubernetes' own controllers act
+// only on what they control (adoption is an explicit step, which we do not
+// take), and an object of the job's name without a reference is someone
+// else's, or an earlier job's orphaned by `kubectl delete --cascade=orphan`
+// (which removes the references): counting such a pod would read another
+// run's exit as this job's, and deleting it would delete what is not ours.
+// An empty `uid` controls nothing.
+bool ControlledBy(const nlohmann::json& object, const std::string& uid);
+
+// "namespace/job" of an object labelled ringmaster.io/job-name (a pod, the
+// Service): the work queue's key of the job it belongs to; "" without the
+// label.
+std::string JobKeyOf(const nlohmann::json& object);
+
 }  // namespace ringmaster::op

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "kubeconfig.h"
+#include "base64.h"
 #include "names.h"
 #include "ringmaster/replica_env.h"
 
@@ -66,16 +66,6 @@ json OwnerReference(const DistributedJob& job) {
   return {{"apiVersion", kApiVersion}, {"kind", kKind},
           {"name", job.name},          {"uid", uid},
           {"controller", true},        {"blockOwnerDeletion", true}};
-}
-
-bool ControlledBy(const json& object, const std::string& uid) {
-  if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return false;
-  auto refs = object["metadata"].find("ownerReferences");
-  if (refs == object["metadata"].end() || !refs->is_array()) return false;
-  for (const auto& ref : *refs) {
-    if (ref.is_object() && ref.value("controller", false)) return !uid.empty() && ref.value("uid", "") == uid;
-  }
-  return false;
 }
 
 std::string JobKeySecretName(const DistributedJob& job) {

@@ -43,10 +43,6 @@ nlohmann::json BuildService(const DistributedJob& job);
 // The controller ownerReference to the job (needs metadata.uid).
 nlohmann::json OwnerReference(const DistributedJob& job);
 
-// Whether `object`'s controller ownerReference names `uid` (an object of the
-// same name left by an earlier job of the same name is not).
-bool ControlledBy(const nlohmann::json& object, const std::string& uid);
-
 // The Secret the job's pods take their key from: spec.communication
 // .keySecretRef's name, else the generated KeySecretName(job).
 std::string JobKeySecretName(const DistributedJob& job);

@@ -12,33 +12,27 @@ namespace {
 
 using nlohmann::json;
 
-std::string StringAt(const json& obj, const char* a, const char* b) {
-  if (!obj.is_object() || !obj.contains(a) || !obj[a].is_object()) return "";
-  const json& inner = obj[a];
-  auto it = inner.find(b);
-  return it != inner.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 int64_t Generation(const json& job) {
   if (!job.contains("metadata") || !job["metadata"].is_object()) return 0;
   auto it = job["metadata"].find("generation");
   return it != job["metadata"].end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
-// A pod controlled by another object (e.g. an earlier job of the same name)
-// is not ours to count.
-bool OwnedBy(const json& pod, const std::string& uid) {
-  if (uid.empty() || !pod.contains("metadata")) return true;
-  const json& meta = pod["metadata"];
-  if (!meta.contains("ownerReferences") || !meta["ownerReferences"].is_array()) return true;
-  for (const auto& ref : meta["ownerReferences"]) {
-    if (ref.is_object() && ref.value("controller", false)) return ref.value("uid", "") == uid;
-  }
-  return true;
-}
-
-std::string PodNameOf(const json& pod) {
-  return StringAt(pod, "metadata", "name");
+// The plan's order (see Plan): the status first when anything is deleted,
+// else last; the events right after a first status write, else first.
+void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
+           std::vector<ApiAction> deletions) {
+  const bool status_first = plan.status && !deletions.empty();
+  auto add = [&plan](std::vector<ApiAction> actions, OnFailure on_failure) {
+    if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
+  };
+  const std::vector<ApiAction> write_status{{ApiActionKind::kWriteStatus, "", json(), ""}};
+  if (status_first) add(write_status, OnFailure::kStop);
+  if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
+  add(std::move(prerequisites), OnFailure::kNoNewPods);
+  add(std::move(creations), OnFailure::kContinue);
+  add(std::move(deletions), OnFailure::kContinue);
+  if (plan.status && !status_first) add(write_status, OnFailure::kStop);
 }
 
 Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int64_t now) {
@@ -53,6 +47,7 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
     plan.status = StatusToJson(status, Generation(job_obj));
   }
   plan.state = StateOf(status);
+  Order(plan, {}, {}, {});
   return plan;
 }
 
@@ -98,11 +93,38 @@ void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaE
 
 }  // namespace
 
-bool StatusBeforeActions(const Plan& plan) {
-  for (const ApiAction& a : plan.actions) {
-    if (a.kind == ApiActionKind::kDeletePod || a.kind == ApiActionKind::kDeleteJob) return true;
+std::string_view ApiActionKindName(ApiActionKind kind) {
+  switch (kind) {
+    case ApiActionKind::kWriteStatus:
+      return "write-status";
+    case ApiActionKind::kRecordEvents:
+      return "record-events";
+    case ApiActionKind::kCreateService:
+      return "create-service";
+    case ApiActionKind::kCreateKeySecret:
+      return "create-key-secret";
+    case ApiActionKind::kCreateNetworkPolicy:
+      return "create-network-policy";
+    case ApiActionKind::kCreatePod:
+      return "create-pod";
+    case ApiActionKind::kDeletePod:
+      return "delete-pod";
+    case ApiActionKind::kDeleteJob:
+      return "delete-job";
   }
-  return false;
+  return "?";
+}
+
+std::string_view OnFailureName(OnFailure on_failure) {
+  switch (on_failure) {
+    case OnFailure::kContinue:
+      return "continue";
+    case OnFailure::kNoNewPods:
+      return "no-new-pods";
+    case OnFailure::kStop:
+      return "stop";
+  }
+  return "?";
 }
 
 Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* service, const Pending& pending,
@@ -110,16 +132,16 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   LoadedJob loaded = DecodeJob(job_obj);
   if (!loaded.job) return InvalidJob(job_obj, loaded.errors, now);
   const DistributedJob& job = *loaded.job;
-  const std::string uid = StringAt(job_obj, "metadata", "uid");
+  const std::string uid = MetadataString(job_obj, "uid");
 
   std::vector<ReplicaObservation> observed;
   std::map<ReplicaKey, ReplicaExit> failures;
   std::set<std::string> seen;
   for (const auto& pod : pods) {
-    if (!OwnedBy(pod, uid)) continue;
+    if (!ControlledBy(pod, uid)) continue;
     auto o = ObservePod(pod);
     if (!o) continue;
-    const std::string name = PodNameOf(pod);
+    const std::string name = MetadataString(pod, "name");
     if (name != PodName(job.name, o->key)) continue;  // not a name we would give
     seen.insert(name);
     if (pending.deleting.count(name)) o->deleting = true;
@@ -150,9 +172,10 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   plan.requeue_after_seconds = d.requeue_after_seconds;
   plan.state = StateOf(d.status);
 
+  std::vector<ApiAction> prerequisites, creations, deletions;
   const bool wants_pods = !d.status.Finished() && !job.run_policy.suspend;
   if (service == nullptr && wants_pods) {
-    plan.actions.push_back(
+    creations.push_back(
         {ApiActionKind::kCreateService, job.name, BuildService(job), "SuccessfulCreateService"});
   }
   const bool creates_pods = std::any_of(d.actions.begin(), d.actions.end(),
@@ -161,12 +184,12 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     // What the pods need before they start: the key they mount, and the
     // policy that fences them in.
     if (auto secret = BuildKeySecret(job)) {
-      plan.actions.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
-                              "SuccessfulCreateKeySecret"});
+      prerequisites.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
+                               "SuccessfulCreateKeySecret"});
     }
     if (opts.network_policy) {
-      plan.actions.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
-                              BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
+      prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
+                               BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
     }
   }
   for (const Action& a : d.actions) {
@@ -178,20 +201,19 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
           continue;
         }
         plan.events.insert(plan.events.end(), built->events.begin(), built->events.end());
-        plan.actions.push_back({ApiActionKind::kCreatePod, PodName(job.name, a.key), std::move(built->pod),
-                                "SuccessfulCreatePod"});
+        creations.push_back({ApiActionKind::kCreatePod, PodName(job.name, a.key), std::move(built->pod),
+                             "SuccessfulCreatePod"});
         break;
       }
       case ActionKind::kDelete:
-        plan.actions.push_back(
+        deletions.push_back(
             {ApiActionKind::kDeletePod, PodName(job.name, a.key), json(), "SuccessfulDeletePod"});
         break;
       case ActionKind::kRestart:
-        plan.actions.push_back(
-            {ApiActionKind::kDeletePod, PodName(job.name, a.key), json(), "RestartingPod"});
+        deletions.push_back({ApiActionKind::kDeletePod, PodName(job.name, a.key), json(), "RestartingPod"});
         break;
       case ActionKind::kDeleteJob:
-        plan.actions.push_back({ApiActionKind::kDeleteJob, job.name, json(), "TTLExpired"});
+        deletions.push_back({ApiActionKind::kDeleteJob, job.name, json(), "TTLExpired"});
         break;
     }
   }
@@ -203,6 +225,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
       status_obj.value("state", "") != plan.state) {
     plan.status = StatusToJson(d.status, generation);
   }
+  Order(plan, std::move(prerequisites), std::move(creations), std::move(deletions));
   return plan;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pod_builder.h"
@@ -16,11 +17,12 @@
 
 namespace ringmaster::op {
 
-// kCreateKeySecret and kCreateNetworkPolicy come before the pods they serve,
-// whenever pods are to be created: the shell creates them first (one that
-// exists and is controlled by the job is fine; it is never replaced) and
-// creates no pod when either fails.
+// One thing the shell does for a plan. Most are API calls on one object;
+// kWriteStatus and kRecordEvents carry no object of their own: they stand
+// for the plan's `status` and `events`, so the plan says when they happen.
 enum class ApiActionKind {
+  kWriteStatus,   // PUT plan.status (with the job's resourceVersion)
+  kRecordEvents,  // record plan.events on the job
   kCreateService,
   kCreateKeySecret,
   kCreateNetworkPolicy,
@@ -28,12 +30,34 @@ enum class ApiActionKind {
   kDeletePod,
   kDeleteJob
 };
+std::string_view ApiActionKindName(ApiActionKind kind);
 
 struct ApiAction {
   ApiActionKind kind = ApiActionKind::kCreatePod;
   std::string name;       // the object's name
   nlohmann::json object;  // the object to create (kCreate*; the key Secret without its data)
   std::string reason;     // why, for the event the shell records on success
+};
+
+// What a failed action of a step means for the rest of the plan. Every
+// failure requeues the job (with backoff); the steps after it run unless
+// the step says otherwise.
+enum class OnFailure {
+  kContinue,
+  // The later steps run but create no pod: a pod without its key Secret
+  // could not join, one without its NetworkPolicy would be open.
+  kNoNewPods,
+  // Nothing later runs: a status write refused (409: the plan was made from
+  // a stale status) must not be followed by what that status decided.
+  kStop,
+};
+std::string_view OnFailureName(OnFailure on_failure);
+
+// Actions that do not depend on each other: the shell may run them
+// concurrently.
+struct Step {
+  std::vector<ApiAction> actions;
+  OnFailure on_failure = OnFailure::kContinue;
 };
 
 // Creations and deletions the operator made but its cache has not shown yet.
@@ -44,24 +68,30 @@ struct Pending {
   std::set<std::string> deleting;  // pod names
 };
 
+// What to do for one job, in order: the shell runs `steps` one after the
+// other and decides nothing itself.
+//
+// The order: the status first when the plan deletes anything (a failed pod
+// is the evidence of a restart, and a finished job of its TTL: what it
+// implies, the restart count or the condition, is stored before the
+// evidence goes, so a crash in between repeats the deletion, never the
+// count), else last (a new job's creations wait for no status round trip).
+// The events after a first status write (a refused one is planned again,
+// events included), else first. Then the key Secret and the NetworkPolicy
+// before any pod; then the Service with the pods (they need it only to be
+// found by name, which the agent's formation waits for anyway); deletions
+// last.
 struct Plan {
-  std::vector<ApiAction> actions;
-  // The new status subresource when it differs from the job's.
+  std::vector<Step> steps;
+  // The new status subresource when it differs from the job's (the
+  // kWriteStatus action writes it).
   std::optional<nlohmann::json> status;
-  std::vector<JobEvent> events;
+  std::vector<JobEvent> events;  // the kRecordEvents action records them
   std::optional<int64_t> requeue_after_seconds;
   std::string state;  // the job's one-word state after this step
 };
 
 Plan PlanJob(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
              const nlohmann::json* service, const Pending& pending, int64_t now, const BuildOptions& opts);
-
-// Whether the shell writes plan.status before it makes plan.actions. Before,
-// when the plan deletes anything: a failed pod is the evidence of a restart
-// (and a finished job of its TTL), so what it implies (the restart count,
-// the condition) is stored before the evidence goes; a crash in between then
-// repeats the deletion, never the count. After, otherwise: a new job's
-// creations then wait for no status round trip, and the status is the same.
-bool StatusBeforeActions(const Plan& plan);
 
 }  // namespace ringmaster::op

@@ -20,13 +20,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string JobKeyOfChild(const json& obj) {
-  if (!obj.contains("metadata") || !obj["metadata"].contains("labels")) return "";
-  auto it = obj["metadata"]["labels"].find(kLabelJobName);
-  if (it == obj["metadata"]["labels"].end() || !it->is_string()) return "";
-  return ObjectKey(MetadataString(obj, "namespace"), *it);
-}
-
 std::string Prefix(const std::string& ns) {
   return ns.empty() ? "" : "/namespaces/" + ns;
 }
@@ -82,7 +75,7 @@ void Controller::Start() {
     service_informers_.push_back(std::make_unique<Informer>(
         client_, "services" + (ns.empty() ? "" : "/" + ns), "/api/v1" + Prefix(ns) + "/services",
         kLabelJobName, [this](WatchEventType, const json& obj, const json*) {
-          const std::string key = JobKeyOfChild(obj);
+          const std::string key = JobKeyOf(obj);
           if (!key.empty()) queue_.Add(key);
         }));
   }
@@ -116,7 +109,7 @@ bool Controller::Synced() const {
 }
 
 void Controller::OnPod(WatchEventType type, const json& pod, const json* old) {
-  const std::string key = JobKeyOfChild(pod);
+  const std::string key = JobKeyOf(pod);
   if (key.empty()) return;
   const std::string name = MetadataString(pod, "name");
   if (type == WatchEventType::kDeleted) {
@@ -202,15 +195,11 @@ Status Controller::Sync(const std::string& key) {
   Plan plan =
       PlanJob(*job, pods, service ? &*service : nullptr, expectations_.Get(key, now), now, options_.build);
 
-  const bool status_first = StatusBeforeActions(plan);
-  if (status_first) RM_RETURN_IF_ERROR(WriteStatus(key, idx, *job, plan));
-  for (const auto& e : plan.events) RecordEvent(*job, e.warning, e.reason, e.message);
-  bool requeue = false;
-  Execute(key, *job, plan, &requeue);
-  if (!status_first) RM_RETURN_IF_ERROR(WriteStatus(key, idx, *job, plan));
+  auto all_done = Execute(key, idx, *job, plan);
+  if (!all_done.ok()) return all_done.status();
   if (plan.requeue_after_seconds)
     queue_.AddAfter(key, std::chrono::milliseconds(*plan.requeue_after_seconds * 1000 + 200));
-  if (requeue) return UnavailableError("some API calls for " + key + " failed");
+  if (!*all_done) return UnavailableError("some API calls for " + key + " failed");
   return OkStatus();
 }
 
@@ -230,84 +219,65 @@ Status Controller::WriteStatus(const std::string& key, size_t idx, const json& j
   return OkStatus();
 }
 
-void Controller::Execute(const std::string& key, const json& job, const Plan& plan, bool* requeue) {
+StatusOr<bool> Controller::Execute(const std::string& key, size_t idx, const json& job, const Plan& plan) {
+  bool all_done = true, create_pods = true;
+  for (const Step& step : plan.steps) {
+    const Status st = RunStep(key, idx, job, plan, step, create_pods);
+    if (st.ok()) continue;
+    if (step.on_failure == OnFailure::kStop) return st;
+    if (step.on_failure == OnFailure::kNoNewPods) create_pods = false;
+    all_done = false;
+  }
+  return all_done;
+}
+
+Status Controller::RunStep(const std::string& key, size_t idx, const json& job, const Plan& plan,
+                           const Step& step, bool create_pods) {
   const std::string ns = MetadataString(job, "namespace");
   const int64_t now = NowSeconds();
-  // One event per kind of change and reconcile ("created pods: a, b"), not
-  // one per pod: fewer API calls, the same story in `kubectl describe`.
+  bool ok = true;
+  // One event per kind of change and step ("created pods: a, b"), not one
+  // per pod: fewer API calls, the same story in `kubectl describe`.
   std::vector<std::string> created, deleted, restarted;
-  // The job's pods are created concurrently (a job's replicas start
-  // together anyway); the QPS limiter still paces them.
-  std::vector<const ApiAction*> pod_creates;
+  // The step's Service and pods are created concurrently (a job's replicas
+  // start together anyway); the QPS limiter still paces them. The other
+  // actions take more than one request each (or retry one on a 401): one
+  // after the other.
+  std::vector<const ApiAction*> batched;
   std::vector<KubeClient::Call> calls;
-  const std::string pods_path = "/api/v1/namespaces/" + ns + "/pods";
-  // The key Secret and the NetworkPolicy before any pod: a pod without its
-  // key could not join, one without its policy would be open.
-  bool prerequisites = true;
-  for (const ApiAction& a : plan.actions) {
-    if (a.kind == ApiActionKind::kCreateKeySecret) {
-      auto bytes = RandomBytes(kJobKeyBytes);
-      if (!bytes.ok()) {
-        LogWarning("no random key for the job", {{"job", key}, {"error", bytes.status().ToString()}});
-        prerequisites = false;
-        continue;
-      }
-      const json secret = WithJobKey(a.object, *bytes);
-      prerequisites &= CreateOwned(job, "/api/v1/namespaces/" + ns + "/secrets", a, secret, "Secret",
-                                   "FailedCreateKeySecret");
-    } else if (a.kind == ApiActionKind::kCreateNetworkPolicy) {
-      prerequisites &= CreateOwned(job, "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", a,
-                                   a.object, "NetworkPolicy", "FailedCreateNetworkPolicy");
-    }
-  }
-  if (!prerequisites) *requeue = true;
-  // The headless Service goes with the pods: they need it only to be found
-  // by name, which the agent's formation waits for anyway.
-  const ApiAction* service = nullptr;
-  for (const ApiAction& a : plan.actions) {
-    if (a.kind != ApiActionKind::kCreateService) continue;
-    service = &a;
-    calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/services", &a.object});
-  }
-  for (const ApiAction& a : plan.actions) {
-    if (a.kind != ApiActionKind::kCreatePod || !prerequisites) continue;
-    expectations_.ExpectCreate(key, a.name, now);
-    pod_creates.push_back(&a);
-    calls.push_back({"POST", pods_path, &a.object});
-  }
-  const auto answers = client_.RequestAll(calls);
-  const size_t first_pod = service ? 1 : 0;
-  if (service) {
-    const HttpResponse& resp = answers[0];
-    if (resp.ok()) {
-      RecordEvent(job, false, service->reason, "created headless Service " + service->name);
-    } else if (resp.code != 409) {
-      *requeue = true;
-      LogWarning("service create failed", {{"job", key}, {"error", resp.Message()}});
-    }
-  }
-  for (size_t i = first_pod; i < answers.size(); ++i) {
-    const auto& resp = answers[i];
-    const std::string& name = pod_creates[i - first_pod]->name;
-    if (resp.ok()) {
-      metrics_.PodCreated();
-      created.push_back(name);
-    } else if (resp.code == 409) {
-      // AlreadyExists: the cache lags; the pod will show up.
-    } else {
-      expectations_.Cancel(key, name);
-      *requeue = true;
-      RecordEvent(job, true, "FailedCreatePod", "creating pod " + name + ": " + resp.Message());
-    }
-  }
-  for (const ApiAction& a : plan.actions) {
+  for (const ApiAction& a : step.actions) {
     switch (a.kind) {
-      case ApiActionKind::kCreateService:
-      case ApiActionKind::kCreateKeySecret:
+      case ApiActionKind::kWriteStatus:
+        RM_RETURN_IF_ERROR(WriteStatus(key, idx, job, plan));
+        break;
+      case ApiActionKind::kRecordEvents:
+        for (const auto& e : plan.events) RecordEvent(job, e.warning, e.reason, e.message);
+        break;
+      case ApiActionKind::kCreateKeySecret: {
+        auto bytes = RandomBytes(kJobKeyBytes);
+        if (!bytes.ok()) {
+          LogWarning("no random key for the job", {{"job", key}, {"error", bytes.status().ToString()}});
+          ok = false;
+          break;
+        }
+        ok &= CreateOwned(job, "/api/v1/namespaces/" + ns + "/secrets", a, WithJobKey(a.object, *bytes),
+                          "Secret", "FailedCreateKeySecret");
+        break;
+      }
       case ApiActionKind::kCreateNetworkPolicy:
-        break;  // above
+        ok &= CreateOwned(job, "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", a,
+                          a.object, "NetworkPolicy", "FailedCreateNetworkPolicy");
+        break;
+      case ApiActionKind::kCreateService:
+        batched.push_back(&a);
+        calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/services", &a.object});
+        break;
       case ApiActionKind::kCreatePod:
-        break;  // above, all at once
+        if (!create_pods) break;
+        expectations_.ExpectCreate(key, a.name, now);
+        batched.push_back(&a);
+        calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/pods", &a.object});
+        break;
       case ApiActionKind::kDeletePod: {
         expectations_.ExpectDelete(key, a.name, now);
         auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);
@@ -318,7 +288,7 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
           expectations_.ObservedDelete(key, a.name);
         } else {
           expectations_.Cancel(key, a.name);
-          *requeue = true;
+          ok = false;
         }
         break;
       }
@@ -326,11 +296,31 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
         json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
         auto resp = client_.Request("DELETE", JobsPath(ns) + "/" + a.name, &opts);
         if (!resp.ok() || (!resp->ok() && resp->code != 404))
-          *requeue = true;
+          ok = false;
         else
           LogInfo("deleted job after ttlSecondsAfterFinished", {{"job", key}});
         break;
       }
+    }
+  }
+  const auto answers = calls.empty() ? std::vector<HttpResponse>() : client_.RequestAll(calls);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const HttpResponse& resp = answers[i];
+    const ApiAction& a = *batched[i];
+    if (a.kind == ApiActionKind::kCreateService) {
+      if (resp.ok()) {
+        RecordEvent(job, false, a.reason, "created headless Service " + a.name);
+      } else if (resp.code != 409) {
+        ok = false;
+        LogWarning("service create failed", {{"job", key}, {"error", resp.Message()}});
+      }
+    } else if (resp.ok()) {
+      metrics_.PodCreated();
+      created.push_back(a.name);
+    } else if (resp.code != 409) {  // 409 AlreadyExists: the cache lags; the pod will show up
+      expectations_.Cancel(key, a.name);
+      ok = false;
+      RecordEvent(job, true, "FailedCreatePod", "creating pod " + a.name + ": " + resp.Message());
     }
   }
   auto join = [](const std::vector<std::string>& names) {
@@ -342,6 +332,7 @@ void Controller::Execute(const std::string& key, const json& job, const Plan& pl
   if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
   if (!restarted.empty())
     RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+  return ok ? OkStatus() : UnavailableError("some API calls for " + key + " failed");
 }
 
 bool Controller::CreateOwned(const json& job, const std::string& collection, const ApiAction& a,

@@ -1,8 +1,8 @@
 // The imperative shell around PlanJob: informers feed a work queue keyed by
-// "namespace/name"; workers read the caches, ask the pure planner what to do,
-// write the status (with the resourceVersion: a 409 requeues before any other
-// action, so nothing is decided twice on a stale status), then create and
-// delete pods, and record Kubernetes Events.
+// "namespace/name"; workers read the caches, ask the pure planner what to
+// do, and run the plan's steps in its order: writes of the status (with the
+// resourceVersion: a 409 stops the plan, so nothing is decided twice on a
+// stale status), creations and deletions, Kubernetes Events.
 #pragma once
 
 #include <atomic>
@@ -41,9 +41,17 @@ class Controller {
  private:
   void Worker();
   Status Sync(const std::string& key);
-  void Execute(const std::string& key, const nlohmann::json& job, const struct Plan& plan, bool* requeue);
-  // PUTs plan.status, if any, and puts the answer into job informer `idx`'s
-  // cache. A 404 (the job is gone) is OK; a 409 is Aborted (retried quietly).
+  // Runs the plan's steps in order (the plan says which and what a failure
+  // means). An error when a kStop step failed: nothing after it ran, and
+  // the job is retried. Otherwise whether every action succeeded.
+  StatusOr<bool> Execute(const std::string& key, size_t idx, const nlohmann::json& job,
+                         const struct Plan& plan);
+  // One step's actions; OK when all succeeded (a refused status write's own
+  // error). `create_pods` false: its pod creations are left out.
+  Status RunStep(const std::string& key, size_t idx, const nlohmann::json& job, const struct Plan& plan,
+                 const struct Step& step, bool create_pods);
+  // PUTs plan.status and puts the answer into job informer `idx`'s cache.
+  // A 404 (the job is gone) is OK; a 409 is Aborted (retried quietly).
   Status WriteStatus(const std::string& key, size_t idx, const nlohmann::json& job, const struct Plan& plan);
   // POSTs `object` (a's) to `collection`; AlreadyExists is fine when the
   // object there is controlled by the job. False (with a Warning event

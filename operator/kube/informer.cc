@@ -100,14 +100,6 @@ std::string Informer::KeyOf(const json& obj) {
   return ObjectKey(MetadataString(obj, "namespace"), MetadataString(obj, "name"));
 }
 
-std::string Informer::JobKeyOf(const json& obj) {
-  if (!obj.contains("metadata") || !obj["metadata"].contains("labels")) return "";
-  const json& labels = obj["metadata"]["labels"];
-  auto it = labels.find(kLabelJobName);
-  if (it == labels.end() || !it->is_string()) return "";
-  return ObjectKey(MetadataString(obj, "namespace"), *it);
-}
-
 std::optional<json> Informer::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = store_.find(key);

@@ -54,7 +54,6 @@ class Informer {
   bool Relist();  // false on failure
   void Apply(WatchEventType type, nlohmann::json obj);
   static std::string KeyOf(const nlohmann::json& obj);
-  static std::string JobKeyOf(const nlohmann::json& obj);
 
   KubeClient& client_;
   std::string name_, path_, selector_;

@@ -2,8 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "kubeconfig.h"
+#include "base64.h"
 #include "names.h"
+#include "observe.h"
 #include "ringmaster/replica_env.h"
 #include "ringmaster/tf_config_gen.h"
 #include "test_util.h"
@@ -363,19 +364,6 @@ TEST(JobKey, GeneratedSecretIsOpaqueOwnedByTheJobAndGetsTheKeyOnlyFromTheShell) 
   json obj = testing::QuickstartObject();
   obj["spec"]["communication"]["keySecretRef"] = {{"name", "mine"}};
   EXPECT_FALSE(BuildKeySecret(Decode(obj)).has_value());
-}
-
-TEST(JobKey, ControlledByNeedsTheControllerReferenceWithTheUid) {
-  json obj = {{"metadata", {{"name", "x"}}}};
-  EXPECT_FALSE(ControlledBy(obj, "u"));
-  obj["metadata"]["ownerReferences"] = json::parse(R"([{"uid": "u", "controller": false}])");
-  EXPECT_FALSE(ControlledBy(obj, "u"));
-  obj["metadata"]["ownerReferences"].push_back(json::parse(R"({"uid": "old", "controller": true})"));
-  EXPECT_FALSE(ControlledBy(obj, "u"));
-  obj["metadata"]["ownerReferences"][1]["uid"] = "u";
-  EXPECT_TRUE(ControlledBy(obj, "u"));
-  EXPECT_FALSE(ControlledBy(obj, ""));
-  EXPECT_FALSE(ControlledBy(json("text"), "u"));
 }
 
 TEST(NetworkPolicyBuilder, AdmitsIngressOnlyFromTheJobsOwnPods) {
