@@ -1,104 +1,17 @@
-// The engine's decisions without sockets or wall clock: the group's state
-// machine, the wording of failures, and the flight recorder.
+// The engine's decisions without sockets or wall clock: the wording of
+// failures and the flight recorder. The group's state machine is tested by
+// transcripts (group_state_transcript_test, testdata/group_state).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "flight_recorder.h"
-#include "group_state.h"
 #include "verdict.h"
 
 namespace ringmaster::internal {
 namespace {
 
 const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
-const Clock::time_point kT0{};
-
-Clock::time_point At(double s) {
-  return kT0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-TEST(GroupState, SilentPeerIsDeclaredUnreachableAfterTheHeartbeatTimeout) {
-  GroupState g(0, kNames, 15, At(0));
-  EXPECT_FALSE(g.Tick(At(10)).abort);
-  g.HeardFrom(1, At(10));
-  g.HeardFrom(2, At(14));
-  EXPECT_FALSE(g.Tick(At(24)).abort);  // peer 1 heard 14 s ago
-  GroupDecision d = g.Tick(At(25.5));
-  ASSERT_TRUE(d.abort);
-  EXPECT_TRUE(d.tell_peers);
-  EXPECT_TRUE(d.report);
-  EXPECT_EQ(g.cause().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(g.cause().message(), "/job:worker/task:0 is unreachable: no heartbeat for 15 s");
-  EXPECT_FALSE(g.Tick(At(100)).abort) << "the first cause wins";
-  EXPECT_EQ(g.cause().message(), "/job:worker/task:0 is unreachable: no heartbeat for 15 s");
-}
-
-TEST(GroupState, CloseAfterGoodbyeIsOrderlyCloseWithoutIsALoss) {
-  GroupState g(0, kNames, 15, At(0));
-  EXPECT_FALSE(g.Goodbye(1).abort);
-  EXPECT_FALSE(g.ConnectionLost(1, kHowClosed).abort);
-  EXPECT_FALSE(g.Watching(1));
-  EXPECT_TRUE(g.Watching(2));
-  ASSERT_TRUE(g.Tick(At(100)).abort);
-  EXPECT_EQ(g.cause().message(), "/job:worker/task:1 is unreachable: no heartbeat for 15 s")
-      << "a member that said goodbye is not expected to send heartbeats";
-  GroupState h(0, kNames, 15, At(0));
-  GroupDecision d = h.ConnectionLost(2, kHowReset);
-  ASSERT_TRUE(d.abort);
-  EXPECT_TRUE(d.tell_peers);
-  EXPECT_EQ(
-      h.cause().ToString(),
-      "Unavailable: /job:worker/task:1 is unreachable: its connection was reset (the process or its host "
-      "died)");
-  EXPECT_EQ(h.ForNewCall().code(), StatusCode::kUnavailable) << "a lost member stays Unavailable, as in TF";
-}
-
-TEST(GroupState, AbortFrameKeepsThePeersWordsAndIsNotEchoed) {
-  GroupState g(1, kNames, 15, At(0));
-  GroupDecision d = g.AbortFrame(0, StatusCode::kDeadlineExceeded, "all-reduce collective #3 timed out");
-  ASSERT_TRUE(d.abort);
-  EXPECT_FALSE(d.tell_peers);
-  EXPECT_TRUE(d.report);
-  EXPECT_EQ(g.cause().ToString(), "DeadlineExceeded: all-reduce collective #3 timed out");
-  // A later call fails fast, Aborted, with the same words.
-  EXPECT_EQ(g.ForNewCall().ToString(), "Aborted: all-reduce collective #3 timed out");
-  EXPECT_EQ(g.ForFailedCall(UnavailableError("x")).code(), StatusCode::kDeadlineExceeded);
-  GroupState h(1, kNames, 15, At(0));
-  (void)h.AbortFrame(0, StatusCode::kOk, "odd");
-  EXPECT_EQ(h.cause().code(), StatusCode::kAborted) << "an OK code in an abort frame is not OK";
-}
-
-TEST(GroupState, ReformTellsPeersWithoutReportingAndStoppingTellsNobody) {
-  GroupState g(2, kNames, 15, At(0));
-  EXPECT_FALSE(g.MayReform());
-  GroupDecision d = g.ReformRequested();
-  EXPECT_TRUE(d.abort && d.tell_peers && !d.report);
-  EXPECT_TRUE(d.reform) << "peers are told it is a reform, not a failure";
-  EXPECT_TRUE(g.MayReform());
-  EXPECT_EQ(g.cause().message(), "/job:worker/task:1 is forming the group again");
-  GroupState peer(0, kNames, 15, At(0));
-  GroupDecision p = peer.ReformFrame(2, "/job:worker/task:1 is forming the group again");
-  EXPECT_TRUE(p.abort && !p.tell_peers && !p.report) << "a peer's reform stops our collectives, quietly";
-  EXPECT_EQ(peer.cause().code(), StatusCode::kAborted);
-  GroupState h(2, kNames, 15, At(0));
-  GroupDecision s = h.Stopping(/*destroyed=*/true);
-  EXPECT_TRUE(s.abort && !s.tell_peers && !s.report);
-  EXPECT_EQ(h.cause().code(), StatusCode::kCancelled);
-  GroupState a(2, kNames, 15, At(0));
-  GroupDecision r = a.AbortRequested("user said so");
-  EXPECT_TRUE(r.abort && r.tell_peers && r.report);
-  EXPECT_EQ(a.cause().message(), "aborted by /job:worker/task:1: user said so");
-}
-
-TEST(GroupState, NextDeadlineIsTheEarliestHeartbeatDue) {
-  GroupState g(0, kNames, 10, At(0));
-  g.HeardFrom(1, At(5));
-  g.HeardFrom(2, At(3));
-  EXPECT_EQ(g.NextDeadline(), At(13));
-  (void)g.Goodbye(2);
-  EXPECT_EQ(g.NextDeadline(), At(15));
-}
 
 TEST(Verdict, DurationsInPlainUnits) {
   EXPECT_EQ(FormatSeconds(15), "15 s");

@@ -37,7 +37,7 @@ bool FieldsValid(const pb::JoinRequest& req) {
          req.data_port() > 0 && req.data_port() <= 65535;
 }
 
-// What an honest member puts in its proof (rendezvous.cc's Join, client side).
+// What an honest member puts in its proof (JoinProof, bootstrap/join_checks.h).
 std::string HonestProof(const JobKey& key, const pb::JoinRequest& req) {
   Mac mac = key.Sign("join", {req.server_nonce(), req.client_nonce(), U64(static_cast<uint64_t>(req.rank())),
                               U64(static_cast<uint64_t>(req.group_size())), req.task_name(),

@@ -1,0 +1,32 @@
+// The bootstrap seam: how a member learns the group's table. It offers its
+// own entry (where its data listener is) and gets every member's, with the
+// formation's incarnation, or an error that names who is missing; the data
+// mesh (mesh.h) is built from the table. Gloo's Store and NCCL's bootstrap
+// functions play this part there.
+//
+// The decisions live in pure code (formation_state.h on the leader,
+// join_rules.h on a follower, mesh_ledger.h for the mesh); the
+// implementations are shells: the leader's own entry into its control
+// service and a follower's gRPC client (join_client.h), and for tests an
+// in-process one (tests/agent/local_bootstrap.h).
+#pragma once
+
+#include <cstdint>
+
+#include "bootstrap/table.h"
+#include "net.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+class Bootstrap {
+ public:
+  virtual ~Bootstrap() = default;
+  // Blocks until every member offered its entry, or the deadline.
+  virtual StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) = 0;
+};
+
+// A random non-zero id: incarnations and process ids.
+uint64_t RandomId();
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,169 @@
+#include "bootstrap/control_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <random>
+
+#include "bootstrap/join_checks.h"
+#include "bootstrap/join_client.h"
+#include "bootstrap/mesh.h"
+
+namespace ringmaster::internal {
+
+namespace pb = ringmaster::agent::v1;
+
+uint64_t RandomId() {
+  std::random_device rd;
+  uint64_t v = 0;
+  while (v == 0) v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return v;
+}
+
+JoinClaim ClaimOf(const pb::JoinRequest& req) {
+  return JoinClaim{req.rank(),       req.group_size(),   req.task_name(),    req.data_port(),
+                   req.process_id(), req.server_nonce(), req.client_nonce(), req.proof()};
+}
+
+void ToProto(const JoinClaim& c, pb::JoinRequest* req) {
+  req->set_rank(c.rank);
+  req->set_group_size(c.group_size);
+  req->set_task_name(c.task_name);
+  req->set_data_port(c.data_port);
+  req->set_process_id(c.process_id);
+  if (!c.proof.empty()) {
+    req->set_server_nonce(c.server_nonce);
+    req->set_client_nonce(c.client_nonce);
+    req->set_proof(c.proof);
+  }
+}
+
+Table TableOf(const pb::JoinResponse& resp) {
+  Table t;
+  t.incarnation = resp.incarnation();
+  for (const auto& m : resp.members())
+    t.members.push_back(MemberEntry{m.rank(), m.task_name(), m.data_host(), m.data_port(), m.process_id()});
+  return t;
+}
+
+void ToProto(const Table& t, pb::JoinResponse* resp) {
+  resp->set_incarnation(t.incarnation);
+  for (const auto& e : t.members) {
+    pb::Member* m = resp->add_members();
+    m->set_rank(e.rank);
+    m->set_task_name(e.task_name);
+    m->set_data_host(e.data_host);
+    m->set_data_port(e.data_port);
+    m->set_process_id(e.process_id);
+  }
+}
+
+Status CheckJoin(const pb::JoinRequest& req, const std::vector<std::string>& names, const JobKey& key,
+                 NonceBook& nonces, Clock::time_point now) {
+  return CheckClaim(ClaimOf(req), names, key, nonces, now);
+}
+
+Mac TableProof(const JobKey& key, const pb::JoinRequest& req, const pb::JoinResponse& table) {
+  return TableProof(key, ClaimOf(req), TableOf(table));
+}
+
+namespace {
+
+// "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555" -> "127.0.0.1" / "::1".
+std::string PeerHost(const std::string& peer) {
+  std::string host;
+  if (auto c = peer.find(':'); c != std::string::npos) {
+    host = peer.substr(c + 1);
+    if (auto last = host.rfind(':'); last != std::string::npos) host = host.substr(0, last);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+
+grpc::Status ToGrpc(const Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());
+}
+
+}  // namespace
+
+AgentService::AgentService(int rank, std::vector<std::string> names, double formation_timeout_s,
+                           const JobKey* key, RefusalLog* refusals)
+    : rank_(rank),
+      names_(names),
+      formation_timeout_s_(formation_timeout_s),
+      key_(key),
+      refusals_(refusals),
+      hub_(rank, std::move(names), key, RandomId) {}
+
+grpc::Status AgentService::Refuse(grpc::ServerContext* ctx, const Status& why) {
+  refusals_->Refuse(PeerHost(ctx->peer()), why.message());
+  return ToGrpc(why);
+}
+
+grpc::Status AgentService::Challenge(grpc::ServerContext*, const pb::ChallengeRequest*,
+                                     pb::ChallengeResponse* resp) {
+  const auto answer = hub_.Challenge();
+  resp->set_key_required(answer.key_required);
+  if (answer.key_required) resp->set_server_nonce(answer.server_nonce);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest* req,
+                                pb::JoinResponse* resp) {
+  // Answer a little before the caller's deadline so it learns who is missing.
+  auto limit = ctx->deadline() - std::chrono::milliseconds(300);
+  const auto wall_now = std::chrono::system_clock::now();
+  const auto cap = wall_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                  std::chrono::duration<double>(formation_timeout_s_));
+  if (limit > cap) limit = cap;
+  const Deadline until = Clock::now() + std::chrono::duration_cast<Clock::duration>(limit - wall_now);
+  const JoinClaim claim = ClaimOf(*req);
+  bool stranger = false;
+  auto table = hub_.FollowerJoin(
+      claim, PeerHost(ctx->peer()), until, [ctx] { return ctx->IsCancelled(); }, &stranger);
+  if (!table.ok()) return stranger ? Refuse(ctx, table.status()) : ToGrpc(table.status());
+  ToProto(*table, resp);
+  if (!key_->empty()) {
+    Mac proof = internal::TableProof(*key_, claim, *table);
+    resp->set_proof(proof.data(), proof.size());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::GetStatus(grpc::ServerContext* ctx, const pb::StatusRequest* req,
+                                     pb::StatusResponse* resp) {
+  if (Status st = hub_.CheckStatusCaller(req->server_nonce(), req->client_nonce(), req->proof()); !st.ok())
+    return Refuse(ctx, st);
+  std::lock_guard<std::mutex> lock(mu_);
+  resp->set_refused(refusals_->count());
+  resp->set_rank(rank_);
+  resp->set_task_name(names_[rank_]);
+  resp->set_incarnation(incarnation_);
+  resp->set_aborted(!health_.ok());
+  resp->set_abort_reason(health_.ToString());
+  return grpc::Status::OK;
+}
+
+StatusOr<Table> AgentService::LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s) {
+  return hub_.LeaderJoin(self, deadline, timeout_s);
+}
+
+void AgentService::SetState(uint64_t incarnation, const Status& health) {
+  std::lock_guard<std::mutex> lock(mu_);
+  incarnation_ = incarnation;
+  health_ = health;
+}
+
+void AgentService::Shutdown() {
+  hub_.Shutdown();
+}
+
+StatusOr<Mesh> FormMesh(const MeshConfig& c, AgentService* service) {
+  if (c.rank == 0 || c.names.size() == 1) {
+    LeaderBootstrap leader(service, c.timeout_s);
+    return FormMesh(c, leader);
+  }
+  GrpcJoinBootstrap join(c.names, c.hosts[0], c.leader_port, c.key, c.timeout_s);
+  return FormMesh(c, join);
+}
+
+}  // namespace ringmaster::internal

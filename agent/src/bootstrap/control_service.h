@@ -1,0 +1,77 @@
+// The gRPC control service every member serves (proto/ringmaster/agent.proto):
+// Challenge and Join at the leader (rank 0), GetStatus everywhere. A shell:
+// it converts the messages and runs the formation core (formation_hub.h);
+// the decisions are the core's. Also the leader's own bootstrap (its entry
+// into the same round) and the protobuf forms of the join checks, which the
+// auth test and the Join fuzzer call with wire messages.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "auth.h"
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/formation_hub.h"
+#include "ringmaster/agent.grpc.pb.h"
+
+namespace ringmaster::internal {
+
+JoinClaim ClaimOf(const ringmaster::agent::v1::JoinRequest& req);
+Table TableOf(const ringmaster::agent::v1::JoinResponse& resp);
+void ToProto(const Table& table, ringmaster::agent::v1::JoinResponse* resp);
+void ToProto(const JoinClaim& claim, ringmaster::agent::v1::JoinRequest* req);
+
+// CheckClaim and TableProof (join_checks.h) over the wire's messages.
+Status CheckJoin(const ringmaster::agent::v1::JoinRequest& req, const std::vector<std::string>& names,
+                 const JobKey& key, NonceBook& nonces, Clock::time_point now);
+Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
+               const ringmaster::agent::v1::JoinResponse& table);
+
+class AgentService final : public ringmaster::agent::v1::Agent::Service {
+ public:
+  AgentService(int rank, std::vector<std::string> names, double formation_timeout_s, const JobKey* key,
+               RefusalLog* refusals);
+
+  grpc::Status Challenge(grpc::ServerContext* ctx, const ringmaster::agent::v1::ChallengeRequest* req,
+                         ringmaster::agent::v1::ChallengeResponse* resp) override;
+  grpc::Status Join(grpc::ServerContext* ctx, const ringmaster::agent::v1::JoinRequest* req,
+                    ringmaster::agent::v1::JoinResponse* resp) override;
+  grpc::Status GetStatus(grpc::ServerContext* ctx, const ringmaster::agent::v1::StatusRequest* req,
+                         ringmaster::agent::v1::StatusResponse* resp) override;
+
+  // The leader's own side of a round: blocks until every member joined.
+  StatusOr<Table> LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s);
+  // What GetStatus reports of this member.
+  void SetState(uint64_t incarnation, const Status& health);
+  void Shutdown();
+
+ private:
+  grpc::Status Refuse(grpc::ServerContext* ctx, const Status& why);
+
+  const int rank_;
+  const std::vector<std::string> names_;
+  const double formation_timeout_s_;
+  const JobKey* key_;
+  RefusalLog* refusals_;
+  FormationHub hub_;
+  std::mutex mu_;  // guards what GetStatus reports
+  uint64_t incarnation_ = 0;
+  Status health_;
+};
+
+// Rank 0's bootstrap: its own entry into the round its service forms.
+class LeaderBootstrap final : public Bootstrap {
+ public:
+  LeaderBootstrap(AgentService* service, double timeout_s) : service_(service), timeout_s_(timeout_s) {}
+  StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override {
+    return service_->LeaderRendezvous(self, deadline, timeout_s_);
+  }
+
+ private:
+  AgentService* service_;
+  double timeout_s_;
+};
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,98 @@
+// The leader's half of formation as a pure state machine, as group_state.h
+// is for a formed group: events in (a challenge asked for, a Join with its
+// claims, where it came from and when, the leader's own entry, a waiter
+// giving up, shutdown), decisions out (refuse, and whether the refusal is a
+// stranger's to log; the round a joiner waits for; the table once every
+// member joined, with a fresh incarnation; who is missing when a waiter
+// gives up). No clock, no sockets, no threads: the gRPC control service
+// (control_service.h) and the in-process bootstrap of the tests drive it
+// behind a lock (formation_hub.h) and feed it the time.
+//
+// Rounds: each completed round hands out one table with a new incarnation
+// and the next Join starts the next round, so a re-formation (Reform() on
+// every member) is simply the next round. Within a round the latest Join of
+// a rank wins: a member that restarted (a new process id) replaces its old
+// entry. The tables of the last few rounds are kept for waiters that wake
+// late.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "auth.h"
+#include "bootstrap/table.h"
+#include "net.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+class FormationState {
+ public:
+  // A fresh incarnation per completed round (random in the agent; a counter
+  // in tests, so their output is the same every run).
+  using IdSource = std::function<uint64_t()>;
+  // `rank`: this member's own (only rank 0 admits Joins); `key`: never
+  // null, empty for none.
+  FormationState(int rank, std::vector<std::string> names, const JobKey* key, IdSource new_incarnation);
+
+  struct ChallengeAnswer {
+    bool key_required = false;
+    std::string server_nonce;  // redeemable once by a Join or a GetStatus
+  };
+  ChallengeAnswer Challenge(Clock::time_point now);
+
+  struct Admission {
+    Status refused;          // not OK: the Join is refused and nothing changed
+    bool stranger = false;   // the refusal is for want of the key: log the caller
+    uint64_t round = 0;      // admitted: the round whose table it waits for
+    bool completed = false;  // this Join completed that round
+  };
+  // A follower's Join, checked (join_checks.h) before it touches any state;
+  // `host` is the address it came from, the data host the table lists.
+  Admission Join(const JoinClaim& claim, const std::string& host, Clock::time_point now);
+  // The leader's own entry (rank 0), unchecked.
+  Admission LeaderJoins(const MemberEntry& self);
+
+  // Whether `round` completed; its table while it is kept (else null).
+  bool Completed(uint64_t round) const { return round_ > round; }
+  const Table* Result(uint64_t round) const;
+
+  // A follower's Join waiting for `round` gives up (its deadline, its call
+  // cancelled, the leader shutting down): its entry leaves the round unless
+  // the round completed or another process of its rank replaced it. The
+  // answer names who never joined this round.
+  Status FollowerGivesUp(uint64_t round, int rank, uint64_t process_id);
+  // The leader's own wait for `round` ends without a table.
+  Status LeaderGivesUp(uint64_t round, double timeout_s);
+  // The leader is going away: every waiter gives up, Unavailable/Cancelled.
+  void Shutdown() { shutdown_ = true; }
+  bool shutting_down() const { return shutdown_; }
+  // GetStatus's check: a challenge of ours redeemed, and the key proved.
+  Status CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,
+                           std::string_view proof, Clock::time_point now);
+
+  // For tests and logs: the round being formed, who is in it, who is missing.
+  uint64_t round() const { return round_; }
+  std::vector<MemberEntry> Pending() const;
+  std::string Missing() const;  // "a, b": not joined this round
+
+ private:
+  bool MaybeComplete();
+
+  const int rank_;
+  const std::vector<std::string> names_;
+  const JobKey* key_;
+  IdSource new_incarnation_;
+  NonceBook nonces_;
+  bool shutdown_ = false;
+  std::map<int, MemberEntry> pending_;
+  std::set<int> seen_;  // joined during this round (for naming who is missing)
+  uint64_t round_ = 0;
+  std::map<uint64_t, Table> results_;
+};
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,33 @@
+// The job key's part in formation (auth.h holds the key itself): what a
+// member proves with its Join, the leader's proof over the table it answers,
+// the proof a GetStatus caller gives, and the checks of a Join before it may
+// touch any state. Pure: the time is passed in.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auth.h"
+#include "bootstrap/table.h"
+#include "net.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+// A member's proof: the key over the leader's challenge, its own nonce and
+// every field it claims.
+Mac JoinProof(const JobKey& key, const JoinClaim& claim);
+// The checks of a Join: its fields against the group's names, then (when
+// the leader has a key) that it answers a challenge the leader handed out
+// (single use) and proves the key over it. Unauthenticated for a failed
+// proof (the shell logs those as refused peers), InvalidArgument for a field.
+Status CheckClaim(const JoinClaim& claim, const std::vector<std::string>& names, const JobKey& key,
+                  NonceBook& nonces, Clock::time_point now);
+// The leader's proof over the request's nonces, the incarnation and the
+// whole table, so a member takes its table only from the real leader.
+Mac TableProof(const JobKey& key, const JoinClaim& claim, const Table& table);
+// What GetStatus's caller must prove.
+Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce);
+
+}  // namespace ringmaster::internal

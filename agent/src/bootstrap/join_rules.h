@@ -1,0 +1,39 @@
+// A follower's decisions while it joins, apart from how it reaches the
+// leader (join_client.h over gRPC, or in-process in tests): whether the
+// leader's challenge and our own key agree, whether a failed attempt is
+// asked again, the words of a Join that failed for good, and whether an
+// answer proves the key. Pure.
+#pragma once
+
+#include <string>
+
+#include "auth.h"
+#include "bootstrap/table.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+// Who is joining whom, for the messages.
+struct JoinParties {
+  std::string me, leader;
+  std::string target;  // the leader's control address, "host:port"
+  double timeout_s = 0;
+};
+
+// Both keyed or both not: otherwise the members were started with
+// different keys, and asking again will not help.
+Status CheckChallengeAgrees(const JoinParties& p, bool key_required, bool have_key);
+// A leader that is not there yet or going away (a restart of the group), or
+// whose challenge expired under a flood, is asked again until the deadline.
+bool JoinAgain(const Status& attempt);
+// What the member reports when its Join failed for good: the leader's own
+// timeout words (naming who is missing) or ours naming the leader, or the
+// leader's refusal.
+Status JoinFailed(const JoinParties& p, const Status& attempt);
+// Takes the table only from the real leader (a keyed group) with one entry
+// per member.
+Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& claim, const Table& table,
+                   std::string_view proof);
+Status CheckTableSize(const Table& table, int size);
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,178 @@
+#include "bootstrap/mesh.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "bootstrap/join_rules.h"
+#include "bootstrap/mesh_ledger.h"
+#include "handshake.h"
+#include "verdict.h"
+
+namespace ringmaster::internal {
+
+namespace {
+
+// Our side of one connection to a lower rank: Hello, check its Challenge,
+// Proof, Ack (handshake.h).
+StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& table, int p, int ch,
+                        Deadline deadline) {
+  const std::string& peer = c.names[p];
+  auto fd = ConnectWithRetry(c.hosts[p], table.members[p].data_port, deadline);
+  if (!fd.ok())
+    return UnavailableError("group formation: cannot reach " + peer + ": " + fd.status().message());
+  int sock = *fd;
+  const Hello hello = MakeHello(view, p, ch, FreshNonce());
+  Challenge challenge{};
+  Proof proof{};
+  Ack ack{};
+  Status st = WriteAll(sock, &hello, sizeof hello, deadline);
+  if (st.ok()) st = ReadAll(sock, &challenge, sizeof challenge, deadline);
+  if (st.ok()) st = CheckChallenge(view, hello, challenge, peer, &proof);
+  if (st.ok()) st = WriteAll(sock, &proof, sizeof proof, deadline);
+  if (st.ok()) st = ReadAll(sock, &ack, sizeof ack, deadline);
+  if (st.ok() && (ack.magic != kAckMagic || ack.code != 0)) st = UnauthenticatedError("");
+  if (!st.ok()) {
+    CloseFd(sock);
+    if (st.code() == StatusCode::kUnauthenticated && st.message().empty()) {
+      return UnauthenticatedError("group formation: " + peer +
+                                  " did not accept our proof of the job key (the "
+                                  "members were started with different keys)");
+    }
+    if (st.code() == StatusCode::kUnauthenticated)
+      return UnauthenticatedError("group formation: " + st.message());
+    return UnavailableError("group formation: " + peer + " rejected our data connection: " + st.message());
+  }
+  return sock;
+}
+
+// One stranger's connection while it says who it is.
+struct PendingHandshake {
+  int fd;
+  std::string host;
+  Deadline until;
+  HandshakeAcceptor hs;
+};
+
+// The mesh: the higher rank connects, once per channel, and authenticates;
+// the lower one accepts, handling every pending handshake at once (a slow or
+// hostile connection holds up nobody else).
+Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadline deadline,
+                   MeshLedger& ledger) {
+  const int rank = c.rank, size = static_cast<int>(c.names.size()), channels = c.channels;
+  const MeshView view{c.key, table.incarnation, rank, size, channels};
+  for (int p = 0; p < rank; ++p) {
+    for (int ch = 0; ch < channels; ++ch) {
+      auto fd = ConnectTo(c, view, table, p, ch, deadline);
+      if (!fd.ok()) return fd.status();
+      ledger.Connected(p, ch, *fd);
+    }
+  }
+  std::vector<PendingHandshake> pending;
+  auto drop = [&](size_t i, const std::string& why) {
+    if (!why.empty()) c.refusals->Refuse(pending[i].host, why);
+    CloseFd(pending[i].fd);
+    pending.erase(pending.begin() + static_cast<long>(i));
+  };
+  while (ledger.expected() > 0) {
+    const auto now = Clock::now();
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (now >= pending[i].until)
+        drop(i, "no complete handshake within " + FormatSeconds(kHandshakeSeconds));
+    }
+    if (now >= deadline) {
+      for (size_t i = pending.size(); i-- > 0;) drop(i, "");
+      return ledger.TimedOut(c.names, c.timeout_s);
+    }
+    std::vector<pollfd> pfds;
+    Deadline wake = deadline;
+    for (const auto& h : pending) {
+      pfds.push_back({h.fd, POLLIN, 0});
+      wake = std::min(wake, h.until);
+    }
+    const bool room = pending.size() < kMaxPendingHandshakes;  // else new ones wait in the backlog
+    if (room) pfds.push_back({listen_fd, POLLIN, 0});
+    if (::poll(pfds.data(), pfds.size(), PollTimeoutMs(wake)) <= 0) continue;
+    // Handshakes first (in reverse, so erasing keeps the indices below valid).
+    for (size_t i = pending.size(); i-- > 0;) {
+      if (!pfds[i].revents) continue;
+      auto& h = pending[i];
+      char buf[sizeof(Hello)];
+      ssize_t r = ::recv(h.fd, buf, std::min(sizeof buf, h.hs.Need()), 0);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        drop(i, "closed during the handshake");
+        continue;
+      }
+      if (r < 0) continue;
+      auto step = h.hs.Feed(std::string_view(buf, static_cast<size_t>(r)));
+      if (step.kind == HandshakeAcceptor::Kind::kNeedMore) continue;
+      if (step.kind == HandshakeAcceptor::Kind::kAccepted) {
+        if (auto why = ledger.Refusal(h.hs.from(), h.hs.channel()))
+          step = {HandshakeAcceptor::Kind::kRejected, "", *why};
+      }
+      const Deadline write_by = std::min(h.until, deadline);
+      if (!step.reply.empty() && !WriteAll(h.fd, step.reply.data(), step.reply.size(), write_by).ok()) {
+        drop(i, step.kind == HandshakeAcceptor::Kind::kRejected ? step.why : "closed during the handshake");
+        continue;
+      }
+      if (step.kind == HandshakeAcceptor::Kind::kRejected) {
+        drop(i, step.why);
+      } else if (step.kind == HandshakeAcceptor::Kind::kAccepted) {
+        ledger.Connected(h.hs.from(), h.hs.channel(), h.fd);
+        pending.erase(pending.begin() + static_cast<long>(i));
+      }
+    }
+    if (room && pfds.back().revents) {
+      while (pending.size() < kMaxPendingHandshakes) {
+        sockaddr_storage addr{};
+        socklen_t len = sizeof addr;
+        int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) break;
+        pending.push_back(
+            {fd, AddressText(addr), DeadlineAfter(kHandshakeSeconds), HandshakeAcceptor(view, FreshNonce())});
+      }
+    }
+  }
+  for (size_t i = pending.size(); i-- > 0;) drop(i, "");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
+  const int size = static_cast<int>(c.names.size());
+  MeshLedger ledger(c.rank, size, c.channels);
+  Mesh mesh;
+  if (size == 1) {
+    mesh.conns = std::move(ledger.conns());
+    mesh.incarnation = RandomId();
+    return mesh;
+  }
+  const Deadline deadline = DeadlineAfter(c.timeout_s);
+  int data_port = 0;
+  auto lfd = Listen(0, &data_port);
+  if (!lfd.ok()) return lfd.status();
+  int listen_fd = *lfd;
+  const MemberEntry self{c.rank, c.names[c.rank], c.hosts[c.rank], data_port, c.process_id};
+  auto table = bootstrap.Exchange(self, deadline);
+  Status st = table.status();
+  if (st.ok()) st = CheckTableSize(*table, size);
+  if (st.ok()) st = ConnectMesh(c, *table, listen_fd, deadline, ledger);
+  CloseFd(listen_fd);
+  auto& conns = ledger.conns();
+  if (!st.ok()) {
+    for (auto& v : conns)
+      for (int& fd : v) CloseFd(fd);
+    return st;
+  }
+  mesh.incarnation = table->incarnation;
+  for (auto& v : conns)
+    for (int fd : v)
+      if (fd >= 0) TuneDataSocket(fd);
+  mesh.conns = std::move(conns);
+  return mesh;
+}
+
+}  // namespace ringmaster::internal

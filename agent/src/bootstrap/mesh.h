@@ -1,0 +1,45 @@
+// The data mesh: one TCP connection per pair and channel, the higher rank
+// connecting and saying Hello (handshake.h), built from the table a
+// bootstrap (bootstrap.h) hands out. Its bookkeeping (who is still awaited,
+// duplicates, who is missing at the deadline) is mesh_ledger.h's.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "auth.h"
+#include "bootstrap/bootstrap.h"
+
+namespace ringmaster::internal {
+
+class AgentService;
+
+struct MeshConfig {
+  int rank = 0;
+  std::vector<std::string> names, hosts;  // per member, rank order
+  uint64_t process_id = 0;
+  int leader_port = 0;  // the leader's control port
+  int channels = 1;     // connections per pair: 0 control, 1.. data
+  double timeout_s = 300;
+  const JobKey* key = nullptr;     // never null; empty: no key
+  RefusalLog* refusals = nullptr;  // never null
+};
+struct Mesh {
+  uint64_t incarnation = 0;
+  std::vector<std::vector<int>> conns;  // [peer][channel]; -1 for ourselves
+};
+// Gets the table through `bootstrap` and connects the mesh, all within the
+// formation timeout. Every connection is authenticated (handshake.h);
+// strangers' connections are handled concurrently, at most
+// kMaxPendingHandshakes at a time, each dropped after kHandshakeSeconds, so
+// a flood cannot hold formation up past its timeout.
+inline constexpr size_t kMaxPendingHandshakes = 128;
+inline constexpr double kHandshakeSeconds = 2.0;
+StatusOr<Mesh> FormMesh(const MeshConfig& config, Bootstrap& bootstrap);
+// The agent's: through `service` on the leader (LeaderBootstrap), over gRPC
+// elsewhere (GrpcJoinBootstrap). Defined in control_service.cc.
+StatusOr<Mesh> FormMesh(const MeshConfig& config, AgentService* service);
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,38 @@
+// What formation exchanges, as plain values: a member's entry in the table,
+// the claims of its Join, and the table the leader hands out. The gRPC shell
+// (control_service.h) converts agent.proto's messages to and from these, so
+// the decisions (formation_state.h) never see a protobuf or a socket.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ringmaster::internal {
+
+// One member as the table lists it: where its data listener is.
+struct MemberEntry {
+  int rank = 0;
+  std::string task_name;
+  std::string data_host;  // as the leader saw the Join come in (its own: its TF_CONFIG host)
+  int data_port = 0;
+  uint64_t process_id = 0;  // random per process: a restarted member is a new one
+};
+
+// What a Join claims, and its proof of the job key over the claims.
+struct JoinClaim {
+  int rank = 0;
+  int group_size = 0;
+  std::string task_name;
+  int data_port = 0;
+  uint64_t process_id = 0;
+  std::string server_nonce, client_nonce, proof;  // empty without a key
+};
+
+// One formation: its incarnation and every member in rank order.
+struct Table {
+  uint64_t incarnation = 0;
+  std::vector<MemberEntry> members;
+};
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,143 @@
+// Formation through the bootstrap seam without gRPC: the in-process
+// bootstrap (local_bootstrap.h) runs the leader's core and the followers'
+// protocol in this process, one thread per member; the last case builds the
+// data mesh over it on loopback. The core's decisions step by step are the
+// transcripts' (testdata/bootstrap).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "bootstrap/mesh.h"
+#include "local_bootstrap.h"
+
+namespace ringmaster {
+namespace {
+
+using internal::Deadline;
+using internal::DeadlineAfter;
+using internal::MemberEntry;
+using internal::Table;
+using testing::LocalBootstrapHub;
+
+const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
+const std::string kKey = "0123456789abcdef0123456789abcdef";
+
+MemberEntry Entry(int rank, uint64_t process_id) {
+  return MemberEntry{rank, kNames[rank], "10.0.0." + std::to_string(rank + 1), 4000 + rank, process_id};
+}
+
+// Every member of `ranks` exchanges at once; their answers in the same order.
+std::vector<StatusOr<Table>> Round(LocalBootstrapHub& hub, const std::vector<int>& ranks,
+                                   const std::vector<uint64_t>& process_ids, double timeout_s = 30,
+                                   const std::vector<std::string>& keys = {}) {
+  std::vector<StatusOr<Table>> out(ranks.size(), InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto member = hub.Member(ranks[i], keys.empty() ? kKey : keys[i]);
+      out[i] = member->Exchange(Entry(ranks[i], process_ids[i]), DeadlineAfter(timeout_s));
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(LocalBootstrap, EveryMemberGetsTheSameTableAndIncarnation) {
+  LocalBootstrapHub hub(kNames, kKey);
+  auto answers = Round(hub, {2, 0, 1}, {21, 1, 11});
+  for (const auto& a : answers) {
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(a->incarnation, 101u);
+    ASSERT_EQ(a->members.size(), 3u);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(a->members[r].rank, r);
+      EXPECT_EQ(a->members[r].task_name, kNames[r]);
+      EXPECT_EQ(a->members[r].data_port, 4000 + r);
+    }
+    EXPECT_EQ(a->members[1].process_id, 11u);
+  }
+}
+
+TEST(LocalBootstrap, ReformIsTheNextRoundWithANewIncarnationAndTheRestartedProcess) {
+  LocalBootstrapHub hub(kNames, kKey);
+  auto first = Round(hub, {0, 1, 2}, {1, 11, 21});
+  ASSERT_TRUE(first[0].ok()) << first[0].status().ToString();
+  // worker:1 restarted (a new process id); everyone forms the group again.
+  auto second = Round(hub, {0, 1, 2}, {1, 11, 22});
+  for (const auto& a : second) {
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    EXPECT_EQ(a->incarnation, 102u);
+    EXPECT_EQ(a->members[2].process_id, 22u);
+  }
+}
+
+TEST(LocalBootstrap, MembersWithAnotherKeyOrNoneAreRefusedNamingWhy) {
+  LocalBootstrapHub hub(kNames, kKey);
+  auto other = hub.Member(1, "fedcba9876543210fedcba9876543210")->Exchange(Entry(1, 11), DeadlineAfter(5));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(
+      other.status().message(),
+      "group formation: the leader /job:chief/task:0 at in-process refused /job:worker/task:0: the proof of "
+      "/job:worker/task:0 does not match the leader's job key (a different key)");
+  auto none = hub.Member(2, "")->Exchange(Entry(2, 21), DeadlineAfter(5));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(none.status().message().find("requires the job key and /job:worker/task:1 has none"),
+            std::string::npos)
+      << none.status().message();
+  // Nothing of theirs stayed: the real members form the group.
+  auto answers = Round(hub, {0, 1, 2}, {1, 11, 21});
+  for (const auto& a : answers) EXPECT_TRUE(a.ok()) << a.status().ToString();
+}
+
+TEST(LocalBootstrap, ATimeoutNamesTheMemberThatNeverCame) {
+  LocalBootstrapHub hub(kNames, kKey, 0.3);
+  auto answers = Round(hub, {0, 1}, {1, 11}, 0.3);
+  ASSERT_FALSE(answers[0].ok());
+  EXPECT_EQ(answers[0].status().ToString(),
+            "DeadlineExceeded: group formation timed out after 300 ms: missing /job:worker/task:1");
+  ASSERT_FALSE(answers[1].ok());
+  EXPECT_EQ(answers[1].status().ToString(),
+            "DeadlineExceeded: group formation timed out: missing /job:worker/task:1 (at the leader "
+            "/job:chief/task:0)");
+}
+
+TEST(LocalBootstrap, TheDataMeshFormsOverItWithoutGrpc) {
+  LocalBootstrapHub hub(kNames, kKey);
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  std::vector<StatusOr<internal::Mesh>> meshes(3, InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      internal::MeshConfig c;
+      c.rank = r;
+      c.names = kNames;
+      c.hosts = {"127.0.0.1", "127.0.0.1", "127.0.0.1"};
+      c.process_id = 100 + r;
+      c.channels = 2;
+      c.timeout_s = 30;
+      c.key = &key;
+      c.refusals = &refusals;
+      auto bootstrap = hub.Member(r, kKey);
+      meshes[r] = internal::FormMesh(c, *bootstrap);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(meshes[r].ok()) << meshes[r].status().ToString();
+    EXPECT_EQ(meshes[r]->incarnation, 101u);
+    for (int p = 0; p < 3; ++p) {
+      for (int ch = 0; ch < 2; ++ch) {
+        EXPECT_EQ(meshes[r]->conns[p][ch] >= 0, p != r) << r << " to " << p << " channel " << ch;
+      }
+    }
+  }
+  for (auto& m : meshes)
+    for (auto& v : m->conns)
+      for (int& fd : v) internal::CloseFd(fd);
+  EXPECT_EQ(refusals.count(), 0u);
+}
+
+}  // namespace
+}  // namespace ringmaster
