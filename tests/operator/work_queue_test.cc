@@ -33,13 +33,6 @@ TEST(WorkQueue, KeyBeingProcessedIsHandedOutAgainOnlyAfterDone) {
   EXPECT_EQ(q.Get(milliseconds(0)).value(), "ns/a");
 }
 
-TEST(WorkQueue, AddAfterDelaysAndKeepsTheEarliest) {
-  WorkQueue q;
-  q.AddAfter("ns/a", milliseconds(60'000));
-  q.AddAfter("ns/a", milliseconds(1));
-  EXPECT_EQ(q.Get(milliseconds(5'000)).value_or(""), "ns/a");  // liveness bound only
-}
-
 TEST(WorkQueue, GetTimesOutWhenEmpty) {
   WorkQueue q;
   EXPECT_FALSE(q.Get(milliseconds(10)).has_value());
@@ -53,16 +46,6 @@ TEST(WorkQueue, ShutDownWakesWaiters) {
   q.Add("ns/a");
   EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
   EXPECT_TRUE(q.ShuttingDown());
-}
-
-TEST(WorkQueue, RateLimitedCountsFailuresAndForgetResets) {
-  WorkQueue q(milliseconds(1), milliseconds(4));
-  q.AddRateLimited("ns/a");
-  q.AddRateLimited("ns/a");
-  EXPECT_EQ(q.Failures("ns/a"), 2);
-  q.Forget("ns/a");
-  EXPECT_EQ(q.Failures("ns/a"), 0);
-  EXPECT_EQ(q.Get(milliseconds(5'000)).value_or(""), "ns/a");
 }
 
 // A clock the test moves, and an observer that records what it is told.
@@ -84,6 +67,33 @@ struct Recorder : WorkQueueObserver {
   void Worked(double s) override { worked.push_back(s); }
   void Unfinished(double total, double max) override { unfinished = total, longest = max; }
 };
+
+TEST(WorkQueue, AddAfterDelaysAndKeepsTheEarliest) {
+  FakeClock clock;
+  WorkQueue q(milliseconds(5), milliseconds(60'000), clock.now());
+  q.AddAfter("ns/a", milliseconds(60'000));
+  q.AddAfter("ns/a", milliseconds(1));
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
+  clock.t += milliseconds(1);
+  EXPECT_EQ(q.Get(milliseconds(0)).value_or(""), "ns/a");
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value())
+      << "the later AddAfter of the same key is not a second add";
+  clock.t += milliseconds(60'000);
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
+}
+
+TEST(WorkQueue, RateLimitedCountsFailuresAndForgetResets) {
+  FakeClock clock;
+  WorkQueue q(milliseconds(1), milliseconds(4), clock.now());
+  q.AddRateLimited("ns/a");  // due after 1 ms
+  q.AddRateLimited("ns/a");  // after 2 ms: the earliest wins
+  EXPECT_EQ(q.Failures("ns/a"), 2);
+  q.Forget("ns/a");
+  EXPECT_EQ(q.Failures("ns/a"), 0);
+  EXPECT_FALSE(q.Get(milliseconds(0)).has_value());
+  clock.t += milliseconds(1);
+  EXPECT_EQ(q.Get(milliseconds(0)).value_or(""), "ns/a");
+}
 
 TEST(WorkQueue, DelaysFollowTheInjectedClockWithoutSleeping) {
   FakeClock clock;
