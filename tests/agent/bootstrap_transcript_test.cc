@@ -9,7 +9,7 @@
 //   leader-joins process=P               the leader's own entry
 //   table round=K                        the table of round K, while kept
 //   give-up rank=R process=P round=K     a waiting Join gives up
-//   leader-gives-up round=K timeout=S
+//   leader-gives-up timeout=S
 //   shutdown
 //   status-call nonce=NAME proof=key|other|none t=T   GetStatus's check
 //   state                                the round, who is in it, who is missing
@@ -117,8 +117,7 @@ class Harness {
                                           std::stoull(c.Arg("process"))));
     }
     if (c.command == "leader-gives-up")
-      return StatusText(
-          s.LeaderGivesUp(std::stoull(c.Arg("round", "0")), std::stod(c.Arg("timeout", "300"))));
+      return StatusText(s.LeaderGivesUp(std::stod(c.Arg("timeout", "300"))));
     if (c.command == "shutdown") {
       s.Shutdown();
       return "ok";

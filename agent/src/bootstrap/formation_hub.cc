@@ -30,7 +30,7 @@ StatusOr<Table> FormationHub::LeaderJoin(const MemberEntry& self, Deadline deadl
   if (state_.Completed(a.round)) {
     if (const Table* t = state_.Result(a.round)) return *t;
   }
-  return state_.LeaderGivesUp(a.round, timeout_s);
+  return state_.LeaderGivesUp(timeout_s);
 }
 
 Status FormationHub::CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,

@@ -80,7 +80,7 @@ Status FormationState::FollowerGivesUp(uint64_t round, int rank, uint64_t proces
                                names_[0] + ")");
 }
 
-Status FormationState::LeaderGivesUp(uint64_t /*round*/, double timeout_s) {
+Status FormationState::LeaderGivesUp(double timeout_s) {
   std::string missing = Missing();
   pending_.erase(0);
   if (shutdown_) return CancelledError("shutting down");

@@ -66,8 +66,8 @@ class FormationState {
   // the round completed or another process of its rank replaced it. The
   // answer names who never joined this round.
   Status FollowerGivesUp(uint64_t round, int rank, uint64_t process_id);
-  // The leader's own wait for `round` ends without a table.
-  Status LeaderGivesUp(uint64_t round, double timeout_s);
+  // The leader's own wait ends without a table: its entry leaves the round.
+  Status LeaderGivesUp(double timeout_s);
   // The leader is going away: every waiter gives up, Unavailable/Cancelled.
   void Shutdown() { shutdown_ = true; }
   bool shutting_down() const { return shutdown_; }
