@@ -1,6 +1,7 @@
 // The operator's functional core: from the job object, its observed pods and
 // Service, and what the operator is still waiting to see (expectations), to
-// the API calls to make and the status to write. The decisions themselves
+// a plan: the API calls and the status write in the order the shell makes
+// them. The decisions themselves
 // (restarts, backoff, success, deadlines, suspend, TTL) are api/'s shared
 // state machine; this file only translates between it and Kubernetes objects.
 #pragma once
@@ -87,6 +88,9 @@ struct Plan {
   // kWriteStatus action writes it).
   std::optional<nlohmann::json> status;
   std::vector<JobEvent> events;  // the kRecordEvents action records them
+  // Look again after this long even if nothing changes (a deadline or a
+  // TTL is pending): once the steps have run, unless a kStop step failed
+  // (the job is retried sooner then anyway).
   std::optional<int64_t> requeue_after_seconds;
   std::string state;  // the job's one-word state after this step
 };
