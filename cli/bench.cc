@@ -32,6 +32,7 @@
 #include "number_flag.h"
 #include "ringmaster/comm_options.h"
 #include "ringmaster/communicator.h"
+#include "ringmaster/enum_names.h"
 #include "ringmaster/job.h"
 #include "ringmaster/tf_config_gen.h"
 #include "rmbench/bench_common.h"
@@ -103,8 +104,15 @@ std::optional<int> Parse(const std::vector<std::string>& args, Options* o) {
   app.add_option("-f,--step-factor", o->factor, "each size is FACTOR times the last")
       ->check(flags::IntegerIn(2, 1024))
       ->capture_default_str();
-  app.add_option("-a,--algorithm", o->algo, "all, auto, ring, rd or hd")
-      ->check(CLI::IsMember({"all", "auto", "ring", "rd", "hd"}))
+  app.add_option("-a,--algorithm", o->algo, "all, or one of enums.h's algorithms (auto, ring, rd, hd, ...)")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            if (name == "all") return std::string();
+            auto v = AlgorithmTable().Parse(name, "--algorithm");
+            // CLI11 puts the flag's name in front itself.
+            return v.ok() ? std::string() : v.status().message().substr(sizeof("--algorithm: ") - 1);
+          },
+          "ALGORITHM"))
       ->capture_default_str();
   app.add_option("--batches", o->batches, "timed batches per size")
       ->check(flags::IntegerIn(1, 1000))
@@ -150,11 +158,18 @@ int MemberMain(const Options& o) {
     return 1;
   }
   Communicator& comm = **made;
+  // Every algorithm of the table, or the one asked for (checked when parsed),
+  // each under its shortest spelling ("rd", as the peers' rows are named).
   std::vector<Algo> algos;
-  if (o.algo == "all" || o.algo == "auto") algos.push_back({"auto", Algorithm::kAuto});
-  if (o.algo == "all" || o.algo == "ring") algos.push_back({"ring", Algorithm::kRing});
-  if (o.algo == "all" || o.algo == "rd") algos.push_back({"rd", Algorithm::kRecursiveDoubling});
-  if (o.algo == "all" || o.algo == "hd") algos.push_back({"hd", Algorithm::kHalvingDoubling});
+  const EnumTable& table = AlgorithmTable();
+  for (const auto& e : table.values) {
+    if (o.algo != "all" && *table.Parse(o.algo, "--algorithm") != e.value) continue;
+    std::string_view name = e.name;
+    for (const auto& alias : table.aliases) {
+      if (alias.value == e.value && alias.name.size() < name.size()) name = alias.name;
+    }
+    algos.push_back({name.data(), static_cast<Algorithm>(e.value)});  // the tables' literals: NUL-terminated
+  }
 
   rmbench::Args a;
   a.rank = comm.rank();

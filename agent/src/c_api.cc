@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "c_api_internal.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/ringmaster.h"
 
@@ -17,31 +18,27 @@ struct rm_handle {
   ringmaster::CollectiveHandle handle;
 };
 
-namespace {
+namespace ringmaster::internal {
 
 thread_local std::string g_last_error;
-std::atomic<rm_communicator*> g_default{nullptr};
-// rm_set_process_set_communicator's table (id 0 lives in g_default).
-std::mutex g_sets_mu;
-std::map<int, rm_communicator*> g_sets;
 
 int Report(const ringmaster::Status& s) {
   g_last_error = s.ok() ? std::string() : s.ToString();
   return static_cast<int>(s.code());
 }
 
-ringmaster::CommunicationOptions ToOptions(const rm_options* o) {
-  ringmaster::CommunicationOptions out;
-  if (!o) return out;
-  out.bytes_per_pack = o->bytes_per_pack;
-  if (o->timeout_seconds >= 0) out.timeout_seconds = o->timeout_seconds;
-  out.implementation = static_cast<ringmaster::Implementation>(o->implementation);
-  return out;
-}
+}  // namespace ringmaster::internal
 
-bool BadImplementation(const rm_options* o) {
-  return o && (o->implementation < RM_AUTO || o->implementation > RM_NCCL);
-}
+using ringmaster::internal::g_last_error;
+using ringmaster::internal::Report;
+using ringmaster::internal::ToOptions;
+
+namespace {
+
+std::atomic<rm_communicator*> g_default{nullptr};
+// rm_set_process_set_communicator's table (id 0 lives in g_default).
+std::mutex g_sets_mu;
+std::map<int, rm_communicator*> g_sets;
 
 std::vector<ringmaster::Tensor> ToTensors(const rm_tensor* t, size_t n) {
   std::vector<ringmaster::Tensor> out(n);
@@ -58,17 +55,10 @@ std::span<const int64_t> Counts(const rm_communicator* comm, const int64_t* coun
 int NullComm() {
   return Report(ringmaster::InvalidArgumentError("comm is NULL"));
 }
-int BadImpl() {
-  return Report(ringmaster::InvalidArgumentError("options.implementation: unknown implementation"));
-}
 
 }  // namespace
 
 extern "C" {
-
-rm_options rm_default_options(void) {
-  return rm_options{0, -1.0, RM_AUTO};
-}
 
 int rm_communicator_create_from_env(rm_communicator** out) {
   if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
@@ -166,10 +156,11 @@ rm_communicator* rm_default_communicator(void) {
 int rm_allreduce(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
                  const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
   auto ts = ToTensors(tensors, n);
-  return Report(comm->comm->AllReduce(ts, static_cast<ringmaster::ReduceOp>(op), ToOptions(options)));
+  return Report(comm->comm->AllReduce(ts, static_cast<ringmaster::ReduceOp>(op), *opts));
 }
 
 int rm_allreduce_async(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
@@ -181,12 +172,12 @@ int rm_allreduce_async_from(rm_communicator* comm, const void* const* sources, c
                             size_t n, rm_reduce_op op, const rm_options* options, rm_handle** out) {
   if (!comm) return NullComm();
   if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
   auto ts = ToTensors(tensors, n);
   for (size_t i = 0; sources && i < n; ++i) ts[i].source = sources[i];
-  *out = new rm_handle{
-      comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), ToOptions(options))};
+  *out = new rm_handle{comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), *opts)};
   return Report(ringmaster::OkStatus());
 }
 
@@ -194,15 +185,15 @@ int rm_allreduce_async_on_stream(rm_communicator* comm, const rm_tensor* tensors
                                  const rm_options* options, void* stream, rm_handle** out) {
   if (!comm) return NullComm();
   if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
   auto ts = ToTensors(tensors, n);
   for (auto& t : ts) {
     t.memory = ringmaster::MemoryKind::kDevice;
     t.stream = stream;
   }
-  *out = new rm_handle{
-      comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), ToOptions(options))};
+  *out = new rm_handle{comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), *opts)};
   return Report(ringmaster::OkStatus());
 }
 
@@ -232,65 +223,72 @@ int rm_handle_then(rm_handle* handle, rm_done_fn done, void* arg) {
 int rm_broadcast(rm_communicator* comm, const rm_tensor* tensors, size_t n, int root,
                  const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
   auto ts = ToTensors(tensors, n);
-  return Report(comm->comm->Broadcast(ts, root, ToOptions(options)));
+  return Report(comm->comm->Broadcast(ts, root, *opts));
 }
 
 int rm_allgather(rm_communicator* comm, const rm_tensor* input, const rm_tensor* output,
                  const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
   auto in = ToTensors(input, 1), out = ToTensors(output, 1);
-  return Report(comm->comm->AllGather(in[0], out[0], ToOptions(options)));
+  return Report(comm->comm->AllGather(in[0], out[0], *opts));
 }
 
 int rm_allgatherv(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
                   const rm_tensor* output, const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
   if (!counts) return Report(ringmaster::InvalidArgumentError("counts is NULL"));
   auto in = ToTensors(input, 1), out = ToTensors(output, 1);
-  return Report(comm->comm->AllGatherV(in[0], Counts(comm, counts), out[0], ToOptions(options)));
+  return Report(comm->comm->AllGatherV(in[0], Counts(comm, counts), out[0], *opts));
 }
 
 int rm_alltoallv(rm_communicator* comm, const rm_tensor* input, const int64_t* send_counts,
                  const rm_tensor* output, const int64_t* recv_counts, const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
   if (!send_counts || !recv_counts) {
     return Report(ringmaster::InvalidArgumentError("send_counts/recv_counts is NULL"));
   }
   auto in = ToTensors(input, 1), out = ToTensors(output, 1);
-  return Report(comm->comm->AllToAll(in[0], Counts(comm, send_counts), out[0], Counts(comm, recv_counts),
-                                     ToOptions(options)));
+  return Report(
+      comm->comm->AllToAll(in[0], Counts(comm, send_counts), out[0], Counts(comm, recv_counts), *opts));
 }
 
 int rm_reducescatter(rm_communicator* comm, const rm_tensor* input, const int64_t* counts,
                      const rm_tensor* output, rm_reduce_op op, const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (!input || !output) return Report(ringmaster::InvalidArgumentError("input/output is NULL"));
   if (!counts) return Report(ringmaster::InvalidArgumentError("counts is NULL"));
   auto in = ToTensors(input, 1), out = ToTensors(output, 1);
   return Report(comm->comm->ReduceScatter(in[0], Counts(comm, counts), out[0],
-                                          static_cast<ringmaster::ReduceOp>(op), ToOptions(options)));
+                                          static_cast<ringmaster::ReduceOp>(op), *opts));
 }
 
 int rm_barrier(rm_communicator* comm, const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
-  return Report(comm->comm->Barrier(ToOptions(options)));
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
+  return Report(comm->comm->Barrier(*opts));
 }
 
 int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, const int64_t* shape, int ndims,
               int has_axis, int axis, const rm_tensor* output, const rm_options* options) {
   if (!comm) return NullComm();
-  if (BadImplementation(options)) return BadImpl();
+  auto opts = ToOptions(options);
+  if (!opts.ok()) return Report(opts.status());
   if (!value || !output || (ndims > 0 && !shape) || ndims < 0) {
     return Report(ringmaster::InvalidArgumentError("value/output/shape is NULL"));
   }
@@ -299,7 +297,7 @@ int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, co
   if (has_axis) ax = axis;
   return Report(comm->comm->Reduce(static_cast<ringmaster::ReduceOp>(op), v[0],
                                    std::span<const int64_t>(shape, static_cast<size_t>(ndims)), ax, o[0],
-                                   ToOptions(options)));
+                                   *opts));
 }
 
 void rm_abort(rm_communicator* comm, const char* reason) {

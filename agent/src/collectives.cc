@@ -9,12 +9,9 @@
 
 namespace ringmaster::internal {
 
-Status AllReducePack(Transport& t, const CommunicationOptions& o, const LinkModel& link, void* buf,
-                     size_t count, DataType dtype, ReduceOp op, int64_t ranks) {
-  if (t.size() > 1) {
-    const Algorithm algo = ChooseAlgorithm(o, count * DataTypeSize(dtype), t.size(), link);
-    RM_RETURN_IF_ERROR(AllReduce(t, algo, buf, count, dtype, op));
-  }
+Status AllReducePack(Transport& t, Algorithm algo, void* buf, size_t count, DataType dtype, ReduceOp op,
+                     int64_t ranks) {
+  if (t.size() > 1) RM_RETURN_IF_ERROR(AllReduce(t, algo, buf, count, dtype, op));
   if (op == ReduceOp::kMean && ranks > 1) DivideBy(dtype, buf, count, ranks);
   return OkStatus();
 }
@@ -29,21 +26,17 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
   const double timeout_s = merged.EffectiveTimeout().value_or(0);
   std::vector<Op> ops;
   for (size_t pi = 0; pi < packs.size(); ++pi) {
+    // Chosen once: what the flight recorder and the timeline show is what runs.
+    const Algorithm algo = ChooseAlgorithm(merged, packs[pi].bytes, group_size, link);
     Op o;
-    o.info = {OpKind::kAllReduce,
-              static_cast<int32_t>(pi),
-              static_cast<int32_t>(packs.size()),
-              packs[pi].dtype,
-              packs[pi].bytes,
-              group_size > 1
-                  ? AlgorithmName(ChooseAlgorithm(merged, packs[pi].bytes, group_size, link)).data()
-                  : "local",
-              timeout_s};
+    o.info = {
+        OpKind::kAllReduce, static_cast<int32_t>(pi), static_cast<int32_t>(packs.size()),
+        packs[pi].dtype,    packs[pi].bytes,          group_size > 1 ? AlgorithmName(algo).data() : "local",
+        timeout_s};
     o.what = "all-reduce pack " + std::to_string(pi) + " of " + std::to_string(packs.size());
     std::vector<Tensor> views;
     for (size_t idx : packs[pi].tensors) views.push_back(tensors[idx]);
-    o.run = [views = std::move(views), pack = packs[pi], op, merged, group_size,
-             link](Transport& t) -> Status {
+    o.run = [views = std::move(views), pack = packs[pi], op, algo, group_size](Transport& t) -> Status {
       auto input = [](const Tensor& v) { return v.source ? v.source : v.data; };
       char* buf;
       std::unique_ptr<char[]> staging;
@@ -60,7 +53,7 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
           off += v.bytes();
         }
       }
-      RM_RETURN_IF_ERROR(AllReducePack(t, merged, link, buf, pack.count, pack.dtype, op, group_size));
+      RM_RETURN_IF_ERROR(AllReducePack(t, algo, buf, pack.count, pack.dtype, op, group_size));
       if (staging) {
         size_t off = 0;
         for (const auto& v : views) {

@@ -12,22 +12,23 @@
 #include "link_model.h"
 #include "op.h"
 #include "ringmaster/communicator.h"
+#include "ringmaster/enum_names.h"
 
 namespace ringmaster::internal {
 
 inline bool ValidDType(DataType d) {
-  return static_cast<int>(d) >= 0 && static_cast<int>(d) <= static_cast<int>(kLastDataType);
+  return DTypeTable().Contains(static_cast<int>(d));
 }
 inline bool ValidOp(ReduceOp o) {
-  return static_cast<int>(o) >= 0 && static_cast<int>(o) <= 4;
+  return ReduceOpTable().Contains(static_cast<int>(o));
 }
 
 // The one pack all-reduce, shared by the CPU path and the GPU backend's
 // host staging: `count` elements in `buf`, reduced across the transport's
-// group with the algorithm the options choose for the formation's `link`;
-// MEAN divides by `ranks` (members x local devices).
-Status AllReducePack(Transport& t, const CommunicationOptions& o, const LinkModel& link, void* buf,
-                     size_t count, DataType dtype, ReduceOp op, int64_t ranks);
+// group with `algo` (chosen once per pack by the caller, which records it:
+// ChooseAlgorithm); MEAN divides by `ranks` (members x local devices).
+Status AllReducePack(Transport& t, Algorithm algo, void* buf, size_t count, DataType dtype, ReduceOp op,
+                     int64_t ranks);
 
 // Host tensors in packs (bytes_per_pack, or the automatic size for
 // `streams`): one op per pack, each staging through one buffer of its size

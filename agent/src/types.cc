@@ -1,5 +1,6 @@
 // The public enums' sizes and names.
 #include "ringmaster/communicator.h"
+#include "ringmaster/enum_names.h"
 
 namespace ringmaster {
 
@@ -25,47 +26,13 @@ size_t DataTypeSize(DataType dtype) {
 }
 
 std::string_view DataTypeName(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat16:
-      return "float16";
-    case DataType::kBFloat16:
-      return "bfloat16";
-    case DataType::kFloat32:
-      return "float32";
-    case DataType::kFloat64:
-      return "float64";
-    case DataType::kInt32:
-      return "int32";
-    case DataType::kInt64:
-      return "int64";
-    case DataType::kUInt8:
-      return "uint8";
-    case DataType::kInt8:
-      return "int8";
-    case DataType::kUInt16:
-      return "uint16";
-    case DataType::kInt16:
-      return "int16";
-    case DataType::kBool:
-      return "bool";
-  }
-  return "invalid";
+  const auto name = DTypeTable().NameOf(static_cast<int>(dtype));
+  return name.empty() ? "invalid" : name;
 }
 
 std::string_view ReduceOpName(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return "sum";
-    case ReduceOp::kMean:
-      return "mean";
-    case ReduceOp::kMin:
-      return "min";
-    case ReduceOp::kMax:
-      return "max";
-    case ReduceOp::kProduct:
-      return "prod";
-  }
-  return "invalid";
+  const auto name = ReduceOpTable().NameOf(static_cast<int>(op));
+  return name.empty() ? "invalid" : name;
 }
 
 }  // namespace ringmaster

@@ -26,6 +26,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "ringmaster/communicator.h"
+#include "ringmaster/enum_names.h"
 
 namespace {
 
@@ -179,19 +180,17 @@ int main(int argc, char** argv) {
     } else if (a == "--model") {
       f.model = next("--model");
     } else if (a == "--dtype") {
-      std::string d = next("--dtype");
-      bool found = false;
-      for (int k = 0; k < static_cast<int>(DataType::kBool); ++k) {  // bool cannot be reduced
-        if (DataTypeName(static_cast<DataType>(k)) == d) f.dtype = static_cast<DataType>(k), found = true;
+      auto d = DTypeTable().Parse(next("--dtype"), "--dtype");
+      if (!d.ok() || *d == static_cast<int>(DataType::kBool)) {  // bool cannot be reduced
+        return std::cerr << "ringmaster-worker: "
+                         << (d.ok() ? "--dtype: bool cannot be reduced" : d.status().message()) << "\n",
+               2;
       }
-      if (!found) return std::cerr << "ringmaster-worker: unknown --dtype " << d << "\n", 2;
+      f.dtype = static_cast<DataType>(*d);
     } else if (a == "--op") {
-      std::string d = next("--op");
-      bool found = false;
-      for (int k = 0; k <= 4; ++k) {
-        if (ReduceOpName(static_cast<ReduceOp>(k)) == d) f.op = static_cast<ReduceOp>(k), found = true;
-      }
-      if (!found) return std::cerr << "ringmaster-worker: unknown --op " << d << "\n", 2;
+      auto op = ReduceOpTable().Parse(next("--op"), "--op");
+      if (!op.ok()) return std::cerr << "ringmaster-worker: " << op.status().message() << "\n", 2;
+      f.op = static_cast<ReduceOp>(*op);
     } else if (a == "--stall-at-step") {
       if (!ParseInt(next("--stall-at-step"), &f.stall_at))
         return std::cerr << "ringmaster-worker: bad step\n", 2;

@@ -5,53 +5,28 @@
 #include <cmath>
 #include <cstdio>
 
+#include "ringmaster/enum_names.h"
+
 namespace ringmaster {
 
 std::string_view ImplementationName(Implementation impl) {
-  switch (impl) {
-    case Implementation::kAuto:
-      return "AUTO";
-    case Implementation::kRing:
-      return "RING";
-    case Implementation::kNccl:
-      return "NCCL";
-  }
-  return "AUTO";
+  return ImplementationTable().NameOf(static_cast<int>(impl));
 }
 
 StatusOr<Implementation> ParseImplementation(std::string_view text, std::string_view field) {
-  std::string upper;
-  for (char c : text) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (upper == "AUTO") return Implementation::kAuto;
-  if (upper == "RING") return Implementation::kRing;
-  if (upper == "NCCL") return Implementation::kNccl;
-  return InvalidArgumentError(std::string(field) + ": unknown implementation '" + std::string(text) +
-                              "', expected one of AUTO, RING, NCCL");
+  auto v = ImplementationTable().Parse(text, field);
+  if (!v.ok()) return v.status();
+  return static_cast<Implementation>(*v);
 }
 
 std::string_view AlgorithmName(Algorithm algorithm) {
-  switch (algorithm) {
-    case Algorithm::kAuto:
-      return "auto";
-    case Algorithm::kRing:
-      return "ring";
-    case Algorithm::kRecursiveDoubling:
-      return "recursive_doubling";
-    case Algorithm::kHalvingDoubling:
-      return "halving_doubling";
-  }
-  return "auto";
+  return AlgorithmTable().NameOf(static_cast<int>(algorithm));
 }
 
 StatusOr<Algorithm> ParseAlgorithm(std::string_view text, std::string_view field) {
-  std::string lower;
-  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (Algorithm a :
-       {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kHalvingDoubling}) {
-    if (lower == AlgorithmName(a)) return a;
-  }
-  return InvalidArgumentError(std::string(field) + ": unknown algorithm '" + std::string(text) +
-                              "', expected one of auto, ring, recursive_doubling, halving_doubling");
+  auto v = AlgorithmTable().Parse(text, field);
+  if (!v.ok()) return v.status();
+  return static_cast<Algorithm>(*v);
 }
 
 Status CommunicationOptions::Validate() const {
@@ -62,17 +37,8 @@ Status CommunicationOptions::Validate() const {
     return InvalidArgumentError("timeout_seconds must be >= 0, got " + std::to_string(*timeout_seconds));
   }
   // Enums cast from integers (the C API, bindings) can hold anything.
-  if (implementation != Implementation::kAuto && implementation != Implementation::kRing &&
-      implementation != Implementation::kNccl) {
-    return InvalidArgumentError("implementation: not a valid value: " +
-                                std::to_string(static_cast<int>(implementation)));
-  }
-  if (algorithm != Algorithm::kAuto && algorithm != Algorithm::kRing &&
-      algorithm != Algorithm::kRecursiveDoubling && algorithm != Algorithm::kHalvingDoubling) {
-    return InvalidArgumentError("algorithm: not a valid value: " +
-                                std::to_string(static_cast<int>(algorithm)));
-  }
-  return OkStatus();
+  RM_RETURN_IF_ERROR(ImplementationTable().CheckValue(static_cast<int>(implementation), "implementation"));
+  return AlgorithmTable().CheckValue(static_cast<int>(algorithm), "algorithm");
 }
 
 CommunicationOptions CommunicationOptions::Merge(const CommunicationOptions& per_call) const {

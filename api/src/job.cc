@@ -7,6 +7,8 @@
 #include <cmath>
 #include <set>
 
+#include "ringmaster/enum_names.h"
+
 namespace ringmaster {
 namespace {
 
@@ -116,7 +118,7 @@ class Decoder {
   // A string field restricted to `allowed` (exact spelling, as the CRD's enum).
   template <typename E>
   std::optional<E> Enum(const json& parent, const std::string& key, const std::string& path,
-                        std::initializer_list<std::pair<std::string_view, E>> allowed) {
+                        const std::vector<std::pair<std::string_view, E>>& allowed) {
     auto s = String(parent, key, path);
     if (!s) return std::nullopt;
     std::string names;
@@ -316,10 +318,10 @@ void DecodeCommunication(Decoder& d, const json& spec, CommunicationOptions& out
   DecodeKeySecretRef(d, *c, path, key_secret_ref);
   // Exactly the CRD's enum, so a file runs locally only if the API server
   // would take it too (RINGMASTER_IMPLEMENTATION stays case-insensitive).
-  if (auto impl = d.Enum<Implementation>(*c, "implementation", path,
-                                         {{"AUTO", Implementation::kAuto},
-                                          {"RING", Implementation::kRing},
-                                          {"NCCL", Implementation::kNccl}})) {
+  std::vector<std::pair<std::string_view, Implementation>> implementations;  // enums.h's names, as written
+  for (const auto& e : ImplementationTable().values)
+    implementations.emplace_back(e.name, Implementation(e.value));
+  if (auto impl = d.Enum<Implementation>(*c, "implementation", path, implementations)) {
     out.implementation = *impl;
   }
   if (auto b = d.Integer(*c, "bytesPerPack", path, 0, INT64_MAX)) out.bytes_per_pack = *b;

@@ -15,27 +15,9 @@ ArrayLike = Any  # a NumPy array, an object with __dlpack__, or anything np.asar
 Values = Union[ArrayLike, List[ArrayLike], Tuple[ArrayLike, ...]]
 OptionsLike = Any  # None, CommunicationOptions or TF's options (see CommunicationOptions.from_any)
 
-# rm_dtype's values by NumPy dtype name ("bfloat16": ml_dtypes' type).
-# bool moves (broadcast, all-gather); reducing it fails with InvalidArgumentError.
-_DTYPES = {
-    "float16": 0,
-    "bfloat16": 1,
-    "float32": 2,
-    "float64": 3,
-    "int32": 4,
-    "int64": 5,
-    "uint8": 6,
-    "int8": 7,
-    "uint16": 8,
-    "int16": 9,
-    "bool": 10,
-}
-# rm_reduce_op's values.
-_OPS = {"sum": 0, "mean": 1, "min": 2, "max": 3, "prod": 4, "product": 4}
-
-
 def _op_code(op: Any) -> int:
-    """"sum"... (any case), or an enum whose .value/.name is one (tf ReduceOp)."""
+    """rm_reduce_op's value of "sum"... (any case, or an alias such as "prod"),
+    or of an enum whose .value/.name is one (tf ReduceOp)."""
     name = op
     if not isinstance(name, str):
         for attr in ("value", "name"):
@@ -43,19 +25,17 @@ def _op_code(op: Any) -> int:
             if isinstance(inner, str):
                 name = inner
                 break
-    if isinstance(name, str) and name.lower() in _OPS:
-        return _OPS[name.lower()]
-    raise InvalidArgumentError(f"op: must be one of sum, mean, min, max, product, got {op!r}")
+    if not isinstance(name, str):
+        names = ", ".join(_core.enum_names("reduce_op"))
+        raise InvalidArgumentError(f"op: must be one of {names}, got {op!r}")
+    return _core.parse_enum("reduce_op", name, "op")
 
 
 def _dtype_code(arr: np.ndarray, field: str) -> int:
-    code = _DTYPES.get(arr.dtype.name)
-    if code is None:
-        raise InvalidArgumentError(
-            f"{field}: dtype {arr.dtype.name} is not supported "
-            "(float16, bfloat16, float32, float64, int32, int64, uint8, int8, uint16, int16, bool)"
-        )
-    return code
+    """rm_dtype's value of the array's dtype: NumPy's names are the table's
+    ("bfloat16": ml_dtypes' type). bool moves (broadcast, all-gather);
+    reducing it fails with InvalidArgumentError."""
+    return _core.parse_enum("dtype", arr.dtype.name, f"{field}.dtype")
 
 
 def _view(value: ArrayLike, field: str) -> Tuple[np.ndarray, bool]:

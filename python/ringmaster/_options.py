@@ -6,25 +6,24 @@ import dataclasses
 import math
 from typing import Any, Optional, Tuple
 
+from . import _core
 from ._errors import InvalidArgumentError
 
-# rm_implementation's values.
-_IMPLEMENTATIONS = {"AUTO": 0, "RING": 1, "NCCL": 2}
 
-
-def _implementation_name(value: Any) -> str:
-    """'AUTO'/'RING'/'NCCL' from a string or an enum (TF's has .value 'AUTO')."""
+def _enum_name(kind: str, value: Any, field: str) -> str:
+    """The canonical name of ``value`` in the C API's table of ``kind``: from
+    a string (any case, or an alias) or an enum whose ``.value``/``.name`` is
+    one (TF's CommunicationImplementation.NCCL.value == 'NCCL')."""
     raw = value
     for attr in ("value", "name"):
         inner = getattr(raw, attr, None)
         if isinstance(inner, str):
             raw = inner
             break
-    if not isinstance(raw, str) or raw.upper() not in _IMPLEMENTATIONS:
-        raise InvalidArgumentError(
-            f"implementation: must be one of AUTO, RING, NCCL, got {value!r}"
-        )
-    return raw.upper()
+    if not isinstance(raw, str):
+        names = ", ".join(_core.enum_names(kind))
+        raise InvalidArgumentError(f"{field}: must be one of {names}, got {value!r}")
+    return _core.enum_names(kind)[_core.parse_enum(kind, raw, field)]
 
 
 @dataclasses.dataclass
@@ -36,11 +35,15 @@ class CommunicationOptions:
         (None or 0: the job's default, RINGMASTER_TIMEOUT_SECONDS).
     implementation: "AUTO", "RING" or "NCCL" (a hint), or an enum with that
         `.value`/`.name`.
+    algorithm: not one of TensorFlow's options: the CPU engine's all-reduce
+        algorithm, "auto" (the engine picks by size and the links), "ring",
+        "recursive_doubling" ("rd") or "halving_doubling" ("hd").
     """
 
     bytes_per_pack: int = 0
     timeout_seconds: Optional[float] = None
     implementation: Any = "AUTO"
+    algorithm: Any = "auto"
 
     def __post_init__(self) -> None:
         bpp = self.bytes_per_pack
@@ -71,7 +74,8 @@ class CommunicationOptions:
                     f"timeout_seconds: must be >= 0 or None, got {self.timeout_seconds!r}"
                 )
             self.timeout_seconds = t
-        self.implementation = _implementation_name(self.implementation)
+        self.implementation = _enum_name("implementation", self.implementation, "implementation")
+        self.algorithm = _enum_name("algorithm", self.algorithm, "algorithm")
 
     @classmethod
     def from_any(cls, obj: Any) -> "CommunicationOptions":
@@ -93,11 +97,16 @@ class CommunicationOptions:
             bytes_per_pack=0 if bpp is None else bpp,
             timeout_seconds=getattr(obj, "timeout_seconds", None),
             implementation=getattr(obj, "implementation", None) or "AUTO",
+            algorithm=getattr(obj, "algorithm", None) or "auto",
         )
 
-    def _to_c(self) -> Tuple[int, float, int]:
-        """(bytes_per_pack, timeout_seconds, implementation) for rm_options."""
-        # rm_options: a timeout < 0 keeps the job default; 0 means the same
-        # here (TF's "no per-call timeout").
-        timeout = -1.0 if not self.timeout_seconds else float(self.timeout_seconds)
-        return (int(self.bytes_per_pack), timeout, _IMPLEMENTATIONS[self.implementation])
+    def _to_c(self) -> Tuple[int, float, int, int]:
+        """rm_options' fields (bytes_per_pack, timeout_seconds, implementation,
+        algorithm): the one encoding, for the core's calls and the TensorFlow
+        op's attributes alike."""
+        # None and 0 keep the job's default (TF's "no per-call timeout"):
+        # RM_TIMEOUT_KEEP, from the C header.
+        timeout = _core.TIMEOUT_KEEP if not self.timeout_seconds else float(self.timeout_seconds)
+        return (int(self.bytes_per_pack), timeout,
+                _core.parse_enum("implementation", self.implementation, "implementation"),
+                _core.parse_enum("algorithm", self.algorithm, "algorithm"))

@@ -1,8 +1,9 @@
 // ringmaster._core: a thin nanobind layer over libringmaster's C API (the
 // same API the TensorFlow op uses, so both share one communicator through
-// rm_default_communicator). Array handling, dtype mapping and option
-// parsing live in Python; this layer owns the C objects, releases the GIL
-// around every call that can block, and turns status codes into the
+// rm_default_communicator). Array handling lives in Python; the enums'
+// names and values come from the C API's one table (enum_names, parse_enum:
+// Python lists none of them); this layer owns the C objects, releases the
+// GIL around every call that can block, and turns status codes into the
 // package's exceptions.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
@@ -26,8 +27,9 @@ namespace {
 // (address, element count, rm_dtype): Python has already checked the array
 // is CPU memory, C-contiguous and writable, and keeps it alive.
 using TensorSpec = std::tuple<std::uintptr_t, int64_t, int>;
-// (bytes_per_pack, timeout_seconds (< 0: job default), rm_implementation).
-using OptionsSpec = std::tuple<int64_t, double, int>;
+// (bytes_per_pack, timeout_seconds (RM_TIMEOUT_KEEP: job default),
+// rm_implementation, rm_algorithm): CommunicationOptions._to_c.
+using OptionsSpec = std::tuple<int64_t, double, int, int>;
 
 [[noreturn]] void Raise(int code, const std::string& message) {
   // The exception classes are Python's (ringmaster._errors), so users and
@@ -76,6 +78,7 @@ Options ToOptions(const std::optional<OptionsSpec>& spec) {
     o.value.bytes_per_pack = std::get<0>(*spec);
     o.value.timeout_seconds = std::get<1>(*spec);
     o.value.implementation = static_cast<rm_implementation>(std::get<2>(*spec));
+    o.value.algorithm = static_cast<rm_algorithm>(std::get<3>(*spec));
   }
   return o;
 }
@@ -162,10 +165,57 @@ class Handle {
   nb::object keep_;
 };
 
+// The C API's name and parse functions of one enum (enums.h's tables).
+struct EnumFns {
+  const char* (*name)(int);
+  int (*parse)(const char*, const char*, int*);
+};
+
+EnumFns EnumOf(const std::string& kind) {
+  if (kind == "dtype") return {rm_dtype_name, rm_parse_dtype};
+  if (kind == "reduce_op") return {rm_reduce_op_name, rm_parse_reduce_op};
+  if (kind == "implementation") return {rm_implementation_name, rm_parse_implementation};
+  if (kind == "algorithm") return {rm_algorithm_name, rm_parse_algorithm};
+  Raise(RM_INVALID_ARGUMENT, "kind: not an enum of ringmaster.h: " + kind);
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
   m.doc() = "ringmaster's C API (internal: use the ringmaster package)";
+
+  m.attr("TIMEOUT_KEEP") = RM_TIMEOUT_KEEP;
+  m.def(
+      "enum_names",
+      [](const std::string& kind) {
+        std::vector<std::string> names;
+        const EnumFns fns = EnumOf(kind);
+        for (int v = 0; fns.name(v) != nullptr; ++v) names.push_back(fns.name(v));
+        return names;
+      },
+      "The names of an enum (dtype, reduce_op, implementation, algorithm), by value.");
+  m.def(
+      "parse_enum",
+      [](const std::string& kind, const std::string& text, const std::string& field) {
+        int value = 0;
+        if (EnumOf(kind).parse(text.c_str(), field.c_str(), &value) != RM_OK) {
+          // The message without the code's name: "FIELD: unknown ...".
+          std::string message = rm_last_error();
+          const std::string prefix = "InvalidArgument: ";
+          if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+          Raise(RM_INVALID_ARGUMENT, message);
+        }
+        return value;
+      },
+      "The value of a name (any case, or an alias); InvalidArgumentError naming `field` otherwise.");
+  m.def(
+      "job_options",
+      [] {
+        rm_options o = rm_default_options();
+        if (rm_job_options(&o) != RM_OK) Raise(RM_INVALID_ARGUMENT, rm_last_error());
+        return OptionsSpec{o.bytes_per_pack, o.timeout_seconds, o.implementation, o.algorithm};
+      },
+      "The job's defaults from RINGMASTER_*, as the communicator reads them (an OptionsSpec).");
 
   nb::class_<Comm>(m, "Comm")
       .def_static("from_environment", &Comm::FromEnvironment, nb::rv_policy::take_ownership)

@@ -12,6 +12,8 @@
 #include "link_model.h"
 #include "local_transport.h"
 #include "packing.h"
+#include "ringmaster/enum_names.h"
+#include "ringmaster/ringmaster.h"
 
 namespace ringmaster::internal {
 namespace {
@@ -423,6 +425,45 @@ TEST(Algorithms, BroadcastAndAllGatherOverLocal) {
       }
     }
   }
+}
+
+// The C API's enums, the C++ ones and the names all come from enums.h.
+TEST(EnumTable, TheCApiReadsTheOneTable) {
+  static_assert(static_cast<int>(RM_BOOL) == static_cast<int>(DataType::kBool));
+  static_assert(static_cast<int>(RM_PRODUCT) == static_cast<int>(ReduceOp::kProduct));
+  static_assert(static_cast<int>(RM_NCCL) == static_cast<int>(Implementation::kNccl));
+  static_assert(static_cast<int>(RM_ALGORITHM_HALVING_DOUBLING) ==
+                static_cast<int>(Algorithm::kHalvingDoubling));
+  EXPECT_STREQ(rm_dtype_name(RM_BFLOAT16), "bfloat16");
+  EXPECT_STREQ(rm_reduce_op_name(RM_MEAN), "mean");
+  EXPECT_STREQ(rm_implementation_name(RM_RING), "RING");
+  EXPECT_STREQ(rm_algorithm_name(RM_ALGORITHM_RECURSIVE_DOUBLING), "recursive_doubling");
+  EXPECT_EQ(rm_dtype_name(11), nullptr);
+  EXPECT_EQ(rm_algorithm_name(-1), nullptr);
+  int v = -1;
+  EXPECT_EQ(rm_parse_reduce_op("PROD", "op", &v), RM_OK);
+  EXPECT_EQ(v, RM_PRODUCT);
+  EXPECT_EQ(rm_parse_algorithm("hd", nullptr, &v), RM_OK);
+  EXPECT_EQ(v, RM_ALGORITHM_HALVING_DOUBLING);
+  EXPECT_EQ(rm_parse_dtype("int16", "x.dtype", &v), RM_OK);
+  EXPECT_EQ(v, RM_INT16);
+  EXPECT_EQ(rm_parse_implementation("tree", "options.implementation", &v), RM_INVALID_ARGUMENT);
+  EXPECT_STREQ(
+      rm_last_error(),
+      "InvalidArgument: options.implementation: unknown implementation 'tree', expected one of AUTO, "
+      "RING, NCCL");
+  EXPECT_EQ(rm_parse_dtype(nullptr, "x", &v), RM_INVALID_ARGUMENT);
+}
+
+TEST(EnumTable, OptionsStartFromTheInitializer) {
+  const rm_options init = RM_OPTIONS_INIT;
+  const rm_options def = rm_default_options();
+  EXPECT_EQ(init.size, sizeof(rm_options));
+  EXPECT_EQ(def.size, sizeof(rm_options));
+  EXPECT_EQ(def.bytes_per_pack, 0);
+  EXPECT_EQ(def.timeout_seconds, RM_TIMEOUT_KEEP);
+  EXPECT_EQ(def.implementation, RM_AUTO);
+  EXPECT_EQ(def.algorithm, RM_ALGORITHM_AUTO);
 }
 
 }  // namespace

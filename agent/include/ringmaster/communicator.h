@@ -27,21 +27,11 @@ namespace ringmaster {
 // Values are part of the C API (ringmaster.h): never renumber.
 // kBool moves as bytes (broadcast, all-gather, all-to-all); every reduction
 // of it fails with InvalidArgument.
-enum class DataType : int {
-  kFloat16 = 0,
-  kBFloat16 = 1,
-  kFloat32 = 2,
-  kFloat64 = 3,
-  kInt32 = 4,
-  kInt64 = 5,
-  kUInt8 = 6,
-  kInt8 = 7,
-  kUInt16 = 8,
-  kInt16 = 9,
-  kBool = 10,
-};
-inline constexpr DataType kLastDataType = DataType::kBool;
-enum class ReduceOp : int { kSum = 0, kMean = 1, kMin = 2, kMax = 3, kProduct = 4 };
+// Values and names: RM_DTYPE_TABLE and RM_REDUCE_OP_TABLE (enums.h).
+enum class DataType : int { RM_DTYPE_TABLE(RM_ENUM_CXX_ENUMERATOR) };
+inline constexpr int kDataTypeCount = 0 RM_DTYPE_TABLE(RM_ENUM_COUNT_ONE);
+inline constexpr DataType kLastDataType = static_cast<DataType>(kDataTypeCount - 1);
+enum class ReduceOp : int { RM_REDUCE_OP_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 // Where a tensor's bytes live. GPU memory is also recognised from the
 // pointer itself (cudaPointerGetAttributes) once the process uses CUDA;
 // kDevice says so explicitly (and loads the CUDA runtime if need be).
@@ -49,7 +39,7 @@ enum class MemoryKind : int { kHost = 0, kDevice = 1 };
 
 size_t DataTypeSize(DataType dtype);
 std::string_view DataTypeName(DataType dtype);  // "float32", ...
-std::string_view ReduceOpName(ReduceOp op);     // "sum", ...
+std::string_view ReduceOpName(ReduceOp op);     // "sum", ..., "product"
 
 // A view of a caller-owned flat buffer; results are written in place. The
 // bytes must stay valid until the call (or its handle) completes.

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ringmaster/enums.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,21 +28,26 @@ typedef enum {
   RM_UNAUTHENTICATED = 16
 } rm_status_code;
 
-typedef enum {
-  RM_FLOAT16 = 0,
-  RM_BFLOAT16 = 1,
-  RM_FLOAT32 = 2,
-  RM_FLOAT64 = 3,
-  RM_INT32 = 4,
-  RM_INT64 = 5,
-  RM_UINT8 = 6,
-  RM_INT8 = 7,
-  RM_UINT16 = 8,
-  RM_INT16 = 9,
-  RM_BOOL = 10 /* moved as bytes; every reduction of it fails (RM_INVALID_ARGUMENT) */
-} rm_dtype;
-typedef enum { RM_SUM = 0, RM_MEAN = 1, RM_MIN = 2, RM_MAX = 3, RM_PRODUCT = 4 } rm_reduce_op;
-typedef enum { RM_AUTO = 0, RM_RING = 1, RM_NCCL = 2 } rm_implementation;
+/* The enums' values and names are written once, in ringmaster/enums.h. */
+typedef enum { RM_DTYPE_TABLE(RM_ENUM_C_ENUMERATOR) } rm_dtype;
+typedef enum { RM_REDUCE_OP_TABLE(RM_ENUM_C_ENUMERATOR) } rm_reduce_op;
+typedef enum { RM_IMPLEMENTATION_TABLE(RM_ENUM_C_ENUMERATOR) } rm_implementation;
+typedef enum { RM_ALGORITHM_TABLE(RM_ENUM_C_ENUMERATOR) } rm_algorithm;
+
+/* Names, for messages and bindings: "float32", "sum", "AUTO", "ring"; NULL
+ * for a value out of range. */
+const char* rm_dtype_name(int value);
+const char* rm_reduce_op_name(int value);
+const char* rm_implementation_name(int value);
+const char* rm_algorithm_name(int value);
+/* Case-insensitive, and the aliases of enums.h ("prod", "rd"). RM_OK and
+ * the value in *out, or RM_INVALID_ARGUMENT with rm_last_error() naming
+ * `field` (may be NULL) and listing the valid names. Bindings read the
+ * tables through these instead of listing the values again. */
+int rm_parse_dtype(const char* text, const char* field, int* out);
+int rm_parse_reduce_op(const char* text, const char* field, int* out);
+int rm_parse_implementation(const char* text, const char* field, int* out);
+int rm_parse_algorithm(const char* text, const char* field, int* out);
 
 typedef struct {
   void* data;
@@ -49,15 +56,29 @@ typedef struct {
 } rm_tensor;
 
 /* Per-call options, merged over the job's defaults as tf.distribute does:
- * bytes_per_pack 0, timeout_seconds < 0 and RM_AUTO mean "keep the default". */
+ * bytes_per_pack 0, timeout_seconds RM_TIMEOUT_KEEP (any value < 0) and
+ * RM_AUTO / RM_ALGORITHM_AUTO mean "keep the default"; a timeout of 0
+ * means no deadline. Start from RM_OPTIONS_INIT (or rm_default_options()),
+ * which sets `size`: the struct may grow at its end, and the library reads
+ * only the fields a caller compiled against (size 0 is refused). Every
+ * field is checked where it enters, with RM_INVALID_ARGUMENT naming it
+ * ("options.algorithm: ..."). */
 typedef struct {
+  size_t size; /* sizeof(rm_options) as the caller compiled it */
   int64_t bytes_per_pack;
   double timeout_seconds;
   rm_implementation implementation;
+  rm_algorithm algorithm; /* the CPU engine's all-reduce algorithm */
 } rm_options;
+#define RM_OPTIONS_INIT \
+  { sizeof(rm_options), 0, RM_TIMEOUT_KEEP, RM_AUTO, RM_ALGORITHM_AUTO }
 
-/* rm_options with every field at "keep the default". */
+/* RM_OPTIONS_INIT as a value. */
 rm_options rm_default_options(void);
+/* The job's defaults, as the communicator reads them from RINGMASTER_*
+ * (what the operator injects): a timeout that is not set is
+ * RM_TIMEOUT_KEEP. RM_INVALID_ARGUMENT names a malformed variable. */
+int rm_job_options(rm_options* out);
 
 typedef struct rm_communicator rm_communicator;
 typedef struct rm_handle rm_handle;

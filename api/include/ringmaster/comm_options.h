@@ -10,11 +10,13 @@
 #include <string>
 #include <string_view>
 
+#include "ringmaster/enums.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster {
 
-enum class Implementation { kAuto, kRing, kNccl };
+// Values and names: RM_IMPLEMENTATION_TABLE (enums.h).
+enum class Implementation : int { RM_IMPLEMENTATION_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 
 // "AUTO", "RING", "NCCL".
 std::string_view ImplementationName(Implementation impl);
@@ -26,12 +28,13 @@ StatusOr<Implementation> ParseImplementation(std::string_view text, std::string_
 // TF's implementation hint (as NCCL_ALGO is NCCL's). kAuto lets the engine
 // pick by message size and group; the others force one for every size. NCCL
 // chooses its own algorithm and ignores this one.
-enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kHalvingDoubling };
+// Values and names: RM_ALGORITHM_TABLE (enums.h).
+enum class Algorithm : int { RM_ALGORITHM_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 
 // "auto", "ring", "recursive_doubling", "halving_doubling".
 std::string_view AlgorithmName(Algorithm algorithm);
-// Case-insensitive. `field` names the source in the error ("RINGMASTER_ALGORITHM"),
-// which also lists the valid values.
+// Case-insensitive, also "rd" and "hd". `field` names the source in the
+// error ("RINGMASTER_ALGORITHM"), which also lists the valid values.
 StatusOr<Algorithm> ParseAlgorithm(std::string_view text, std::string_view field);
 
 inline constexpr char kEnvImplementation[] = "RINGMASTER_IMPLEMENTATION";

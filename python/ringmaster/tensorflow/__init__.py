@@ -19,13 +19,12 @@ tensors on a GPU are copied to host memory by TensorFlow for the op and back.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Optional
 
 import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before TensorFlow's gRPC
 import tensorflow as tf
 
-from . import _build
+from . import _basics, _build
 from ._basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set, ccl_built,
                       check_num_rank_power_of_2, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
                       gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
@@ -186,7 +185,7 @@ def grouped_reducescatter(tensors: Any, device_dense: str = "", compression: Any
 def _reduce_op_name(op: Any) -> str:
     """'sum' or 'mean' (what tf.distribute's reduce ops are) from any spelling."""
     value = _reduce_op_value(op)
-    return {Sum: "sum", Average: "mean", Min: "min", Max: "max", Product: "product"}.get(value, "adasum")
+    return {v: k for k, v in _basics._FROM_ENGINE.items()}.get(value, "adasum")
 
 
 _warned_sparse = False
@@ -261,13 +260,15 @@ def communication_options() -> "tf.distribute.experimental.CommunicationOptions"
     """The job's options (RINGMASTER_IMPLEMENTATION, RINGMASTER_BYTES_PER_PACK,
     RINGMASTER_TIMEOUT_SECONDS, as the operator injects them) as TensorFlow's
     CommunicationOptions."""
-    impl = (os.environ.get("RINGMASTER_IMPLEMENTATION") or "AUTO").upper()
-    bpp = int(os.environ.get("RINGMASTER_BYTES_PER_PACK") or 0)
-    timeout = float(os.environ.get("RINGMASTER_TIMEOUT_SECONDS") or 0) or None
+    from ringmaster import _core
+    try:
+        # Read as the communicator reads them (the C API): one parser.
+        bpp, timeout, impl, _ = _core.job_options()
+    except ringmaster.InvalidArgumentError as e:
+        raise ValueError(str(e)) from None
     impls = tf.distribute.experimental.CommunicationImplementation
-    if impl not in ("AUTO", "RING", "NCCL"):
-        raise ValueError(f"RINGMASTER_IMPLEMENTATION: must be AUTO, RING or NCCL, got {impl!r}")
     return tf.distribute.experimental.CommunicationOptions(
-        bytes_per_pack=bpp, timeout_seconds=timeout, implementation=getattr(impls, impl))
+        bytes_per_pack=bpp, timeout_seconds=timeout if timeout > 0 else None,
+        implementation=getattr(impls, _core.enum_names("implementation")[impl]))
 
 

@@ -18,8 +18,9 @@ Min = 3
 Max = 4
 Product = 5
 
-_OP_NAMES = {"sum": Sum, "mean": Average, "average": Average, "avg": Average, "min": Min, "max": Max,
-             "product": Product, "prod": Product}
+# The engine's reduce ops (rm_reduce_op, by name from the C API's table)
+# as Horovod's. Adasum has none.
+_FROM_ENGINE = {"sum": Sum, "mean": Average, "min": Min, "max": Max, "product": Product}
 
 
 def reduce_op_value(op: Any) -> int:
@@ -30,8 +31,13 @@ def reduce_op_value(op: Any) -> int:
     if isinstance(op, int) and op in (Average, Sum, Adasum, Min, Max, Product):
         return op
     name = getattr(op, "value", op)  # tf.distribute.ReduceOp.SUM.value == "SUM"
-    if isinstance(name, str) and name.lower() in _OP_NAMES:
-        return _OP_NAMES[name.lower()]
+    if isinstance(name, str):
+        from ringmaster import _core
+        try:
+            # Any spelling the engine's table takes ("prod", "average", ...).
+            return _FROM_ENGINE[_core.enum_names("reduce_op")[_core.parse_enum("reduce_op", name, "op")]]
+        except ringmaster.InvalidArgumentError:
+            pass
     raise ValueError(f"op: must be Average, Sum, Min, Max, Product (or 'sum', 'mean', a tf.distribute.ReduceOp), "
                      f"got {op!r}")
 

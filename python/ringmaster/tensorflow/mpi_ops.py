@@ -33,7 +33,6 @@ from ._basics import (Average, Sum, Adasum, Min, Max, Product, ProcessSet, add_p
 
 _ops = _build.load()  # builds on the first import (cached), then tf.load_op_library
 
-_IMPLEMENTATION_CODES = {"AUTO": 0, "RING": 1, "NCCL": 2}
 _lock = threading.Lock()
 _last_op: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 
@@ -50,13 +49,10 @@ def _op_name(name: Optional[str], default: Callable[[], str]) -> Optional[str]:
 
 
 def _option_attrs(options: Any) -> dict:
-    o = ringmaster.CommunicationOptions.from_any(options)
-    timeout = o.timeout_seconds
-    return {
-        "bytes_per_pack": int(o.bytes_per_pack),
-        "timeout_seconds": -1.0 if not timeout else float(timeout),
-        "implementation": _IMPLEMENTATION_CODES[str(o.implementation).upper()],
-    }
+    """The op's option attributes: rm_options' fields, as the core encodes them."""
+    bpp, timeout, implementation, algorithm = ringmaster.CommunicationOptions.from_any(options)._to_c()
+    return {"bytes_per_pack": bpp, "timeout_seconds": timeout, "implementation": implementation,
+            "algorithm": algorithm}
 
 
 def _check_no_xla() -> None:

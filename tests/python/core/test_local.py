@@ -24,6 +24,13 @@ def test_options_defaults_and_validation_name_the_field():
     with pytest.raises(ringmaster.InvalidArgumentError, match=r"^bytes_per_pack: "):
         ringmaster.CommunicationOptions(bytes_per_pack="big")
     assert ringmaster.CommunicationOptions(implementation="nccl").implementation == "NCCL"
+    # The engine's algorithm: settable from Python, by the C API's names or aliases.
+    assert o.algorithm == "auto"
+    assert ringmaster.CommunicationOptions(algorithm="RD").algorithm == "recursive_doubling"
+    with pytest.raises(ringmaster.InvalidArgumentError,
+                       match=r"^algorithm: unknown algorithm 'tree', expected one of auto, ring, "
+                             r"recursive_doubling, halving_doubling$"):
+        ringmaster.CommunicationOptions(algorithm="tree")
 
 
 class Implementation(enum.Enum):  # as tf.distribute.experimental.CommunicationImplementation
@@ -58,9 +65,20 @@ def test_from_any_accepts_tensorflow_shapes():
         from_any(CollectiveHints(bytes_per_pack=-3))
     with pytest.raises(ringmaster.InvalidArgumentError, match=r"^options: "):
         from_any(42)
-    # 0 / None / AUTO keep the job default (rm_options: timeout < 0, AUTO = 0).
-    assert ringmaster.CommunicationOptions(timeout_seconds=0)._to_c() == (0, -1.0, 0)
-    assert ringmaster.CommunicationOptions(7, 2.5, "NCCL")._to_c() == (7, 2.5, 2)
+    # 0 / None / AUTO keep the job default (rm_options: RM_TIMEOUT_KEEP, AUTO = 0).
+    assert ringmaster.CommunicationOptions(timeout_seconds=0)._to_c() == (0, -1.0, 0, 0)
+    assert ringmaster.CommunicationOptions(7, 2.5, "NCCL", "halving_doubling")._to_c() == (7, 2.5, 2, 3)
+
+
+def test_enum_tables_come_from_the_c_api():
+    from ringmaster import _core
+    assert _core.enum_names("reduce_op") == ["sum", "mean", "min", "max", "product"]
+    assert _core.enum_names("implementation") == ["AUTO", "RING", "NCCL"]
+    assert _core.enum_names("dtype")[2] == "float32"
+    assert _core.parse_enum("reduce_op", "Prod", "op") == 4
+    assert _core.TIMEOUT_KEEP == -1.0
+    with pytest.raises(ringmaster.InvalidArgumentError, match=r"^op: unknown reduce op 'median'"):
+        _core.parse_enum("reduce_op", "median", "op")
 
 
 def test_errors_by_code():

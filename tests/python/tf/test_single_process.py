@@ -39,6 +39,17 @@ SCRIPT = textwrap.dedent('''
     ops = [op for op in graph.get_operations() if op.type.startswith("Ringmaster")]
     out["chain"] = [[op.name, [c.name for c in op.control_inputs]] for op in ops]
     out["options"] = str(rm.communication_options())
+    # The engine's algorithm, per call, through the op's attributes (the C API's names).
+    import ringmaster
+    hd = ringmaster.CommunicationOptions(algorithm="hd")
+    out["algo"] = rm.all_reduce("sum", tf.constant([2.0]), options=hd).numpy().tolist()
+    g2 = tf.function(lambda x: rm.all_reduce("sum", x, options=ringmaster.CommunicationOptions(algorithm="rd")))
+    graph2 = g2.get_concrete_function(tf.constant([1.0])).graph
+    out["algo_attr"] = [op.get_attr("algorithm") for op in graph2.get_operations() if op.type.startswith("Ringmaster")]
+    try:
+        rm.all_reduce("sum", tf.constant([2.0]), options=ringmaster.CommunicationOptions(algorithm="tree"))
+    except ringmaster.InvalidArgumentError as e:
+        out["algo_bad"] = str(e)
     import keras
     import numpy as np
     import ringmaster.tensorflow.keras as rmk
@@ -79,5 +90,8 @@ def test_single_process_api(op_library):
     # Keras 3 with jit_compile=True: a clear error; with the broadcast callback, trained without XLA.
     assert out["fit_xla_plain"][0] == "error" and "jit_compile=False" in out["fit_xla_plain"][1], out
     assert out["fit_xla_callback"][0] == "trained" and len(out["fit_xla_callback"][1]) == 1, out
+    assert out["algo"] == [2.0], out
+    assert out["algo_attr"] == [2], out  # recursive_doubling
+    assert out["algo_bad"].startswith("algorithm: unknown algorithm 'tree'"), out
     assert "bytes_per_pack=4096" in out["options"] and "timeout_seconds=30.0" in out["options"] \
         and "RING" in out["options"], out["options"]

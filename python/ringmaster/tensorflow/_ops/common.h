@@ -96,23 +96,23 @@ inline rm_tensor View(const Tensor& t) {
   return v;
 }
 
-// The options every op carries as attributes (0 / < 0 / 0 keep the job's
-// defaults, as rm_options says).
+// The options every op carries as attributes (RINGMASTER_OPTION_ATTRS),
+// written by CommunicationOptions._to_c, the one encoding of rm_options.
+// Not checked here: the engine checks them once, with the call, naming the
+// field (a kernel's error then comes from its first run, as TF's own do).
 inline absl::Status ReadOptions(OpKernelConstruction* c, rm_options* o) {
   *o = rm_default_options();
   int64_t bpp = 0;
-  float timeout = -1.f;
-  int impl = 0;
+  float timeout = RM_TIMEOUT_KEEP;
+  int impl = RM_AUTO, algorithm = RM_ALGORITHM_AUTO;
   TF_RETURN_IF_ERROR(c->GetAttr("bytes_per_pack", &bpp));
   TF_RETURN_IF_ERROR(c->GetAttr("timeout_seconds", &timeout));
   TF_RETURN_IF_ERROR(c->GetAttr("implementation", &impl));
-  if (bpp < 0) return absl::InvalidArgumentError("bytes_per_pack: must be >= 0, got " + std::to_string(bpp));
-  if (impl < RM_AUTO || impl > RM_NCCL)
-    return absl::InvalidArgumentError("implementation: must be 0 (AUTO), 1 (RING) or 2 (NCCL), got " +
-                                      std::to_string(impl));
+  TF_RETURN_IF_ERROR(c->GetAttr("algorithm", &algorithm));
   o->bytes_per_pack = bpp;
   o->timeout_seconds = timeout;
   o->implementation = static_cast<rm_implementation>(impl);
+  o->algorithm = static_cast<rm_algorithm>(algorithm);
   return absl::OkStatus();
 }
 
@@ -464,10 +464,13 @@ inline absl::Status Communicator(int id, rm_communicator** comm) {
 }
 
 // The common attributes of every collective op.
+// rm_options' fields, in its encoding (0 / RM_TIMEOUT_KEEP / AUTO keep the
+// job's defaults).
 #define RINGMASTER_OPTION_ATTRS            \
   Attr("bytes_per_pack: int = 0")          \
       .Attr("timeout_seconds: float = -1") \
       .Attr("implementation: int = 0")     \
+      .Attr("algorithm: int = 0")          \
       .Attr("process_set_id: int = 0")     \
       .Attr("ignore_name_scope: bool = false")
 

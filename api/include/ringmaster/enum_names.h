@@ -1,0 +1,44 @@
+// The names of the API's enums, read from their one table (enums.h): what
+// every parser and printer of a dtype, reduce op, implementation or
+// algorithm uses, in C++ and behind the C API's rm_*_name / rm_parse_*.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "ringmaster/enums.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster {
+
+struct EnumEntry {
+  int value;
+  std::string_view name;
+};
+
+// One enum: what it is called in messages ("implementation"), its values
+// (in order, numbered 0..n-1) and the other spellings parsers accept.
+struct EnumTable {
+  std::string_view what;
+  std::span<const EnumEntry> values;
+  std::span<const EnumEntry> aliases;
+
+  bool Contains(int value) const { return value >= 0 && static_cast<size_t>(value) < values.size(); }
+  // The value's name; "" when it is out of range.
+  std::string_view NameOf(int value) const {
+    return Contains(value) ? values[value].name : std::string_view();
+  }
+  // Case-insensitive, names then aliases. InvalidArgument "FIELD: unknown
+  // WHAT 'TEXT', expected one of NAME, NAME, ..." otherwise.
+  StatusOr<int> Parse(std::string_view text, std::string_view field) const;
+  // "FIELD: not a valid WHAT: VALUE (expected 0..n-1: NAME, ...)", for a
+  // number that came in through the C API or a binding.
+  Status CheckValue(int value, std::string_view field) const;
+};
+
+const EnumTable& DTypeTable();
+const EnumTable& ReduceOpTable();
+const EnumTable& ImplementationTable();
+const EnumTable& AlgorithmTable();
+
+}  // namespace ringmaster

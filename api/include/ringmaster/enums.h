@@ -1,0 +1,66 @@
+/* Every enum of the collective API, written once. Each table lists, per
+ * value, its C enumerator, its C++ enumerator, its number (part of the ABI:
+ * never renumber) and its name; the aliases tables list the other spellings
+ * that parsers accept. The C header (ringmaster.h) declares its enums from
+ * these tables, the C++ headers theirs, the name and parse functions walk
+ * them (ringmaster/enum_names.h, rm_*_name and rm_parse_* in ringmaster.h),
+ * and the Python package and the TensorFlow op read them through those
+ * functions: no other list of dtypes, reduce ops, implementations or
+ * algorithms exists. Plain C (no includes), so C programs can read it too. */
+#ifndef RINGMASTER_ENUMS_H_
+#define RINGMASTER_ENUMS_H_
+
+/* Element types. bool moves (broadcast, gathers) but is never reduced. */
+#define RM_DTYPE_TABLE(X)                  \
+  X(RM_FLOAT16, kFloat16, 0, "float16")    \
+  X(RM_BFLOAT16, kBFloat16, 1, "bfloat16") \
+  X(RM_FLOAT32, kFloat32, 2, "float32")    \
+  X(RM_FLOAT64, kFloat64, 3, "float64")    \
+  X(RM_INT32, kInt32, 4, "int32")          \
+  X(RM_INT64, kInt64, 5, "int64")          \
+  X(RM_UINT8, kUInt8, 6, "uint8")          \
+  X(RM_INT8, kInt8, 7, "int8")             \
+  X(RM_UINT16, kUInt16, 8, "uint16")       \
+  X(RM_INT16, kInt16, 9, "int16")          \
+  X(RM_BOOL, kBool, 10, "bool")
+#define RM_DTYPE_ALIASES(X)
+
+/* Reductions. MEAN divides the sum by the group's size. */
+#define RM_REDUCE_OP_TABLE(X)  \
+  X(RM_SUM, kSum, 0, "sum")    \
+  X(RM_MEAN, kMean, 1, "mean") \
+  X(RM_MIN, kMin, 2, "min")    \
+  X(RM_MAX, kMax, 3, "max")    \
+  X(RM_PRODUCT, kProduct, 4, "product")
+/* NumPy's "prod", Horovod's "average". */
+#define RM_REDUCE_OP_ALIASES(X) X("prod", RM_PRODUCT) X("average", RM_MEAN) X("avg", RM_MEAN)
+
+/* tf.distribute.experimental.CommunicationImplementation: a hint. */
+#define RM_IMPLEMENTATION_TABLE(X) \
+  X(RM_AUTO, kAuto, 0, "AUTO")     \
+  X(RM_RING, kRing, 1, "RING")     \
+  X(RM_NCCL, kNccl, 2, "NCCL")
+#define RM_IMPLEMENTATION_ALIASES(X)
+
+/* The CPU engine's all-reduce algorithm (as NCCL_ALGO is NCCL's): auto
+ * picks by message size and the measured links. */
+#define RM_ALGORITHM_TABLE(X)                                                     \
+  X(RM_ALGORITHM_AUTO, kAuto, 0, "auto")                                          \
+  X(RM_ALGORITHM_RING, kRing, 1, "ring")                                          \
+  X(RM_ALGORITHM_RECURSIVE_DOUBLING, kRecursiveDoubling, 2, "recursive_doubling") \
+  X(RM_ALGORITHM_HALVING_DOUBLING, kHalvingDoubling, 3, "halving_doubling")
+/* The benchmarks' short names. */
+#define RM_ALGORITHM_ALIASES(X) \
+  X("rd", RM_ALGORITHM_RECURSIVE_DOUBLING) X("hd", RM_ALGORITHM_HALVING_DOUBLING)
+
+/* Helpers to expand a table. */
+#define RM_ENUM_C_ENUMERATOR(c_name, cxx_name, value, name) c_name = value,
+#define RM_ENUM_CXX_ENUMERATOR(c_name, cxx_name, value, name) cxx_name = value,
+#define RM_ENUM_COUNT_ONE(c_name, cxx_name, value, name) +1
+
+/* A per-call timeout that keeps the job's default (TensorFlow's None): the
+ * one encoding of "not set" for rm_options.timeout_seconds and the
+ * TensorFlow op's timeout_seconds attribute. */
+#define RM_TIMEOUT_KEEP (-1.0)
+
+#endif /* RINGMASTER_ENUMS_H_ */

@@ -1,0 +1,95 @@
+#include "ringmaster/enum_names.h"
+
+#include <cctype>
+#include <string>
+
+namespace ringmaster {
+namespace {
+
+#define RM_ENUM_ENTRY(c_name, cxx_name, value, name) EnumEntry{value, name},
+#define RM_ENUM_ALIAS(name, c_value) EnumEntry{c_value, name},
+
+// The C enumerators' values, for the aliases tables.
+enum : int { RM_DTYPE_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_REDUCE_OP_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_IMPLEMENTATION_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_ALGORITHM_TABLE(RM_ENUM_C_ENUMERATOR) };
+
+// An alias table may be empty; a zero-length array is not C++.
+constexpr EnumEntry kDTypes[] = {RM_DTYPE_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kDTypeAliases[] = {RM_DTYPE_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kReduceOps[] = {RM_REDUCE_OP_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kReduceOpAliases[] = {RM_REDUCE_OP_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kImplementations[] = {RM_IMPLEMENTATION_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kImplementationAliases[] = {RM_IMPLEMENTATION_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kAlgorithms[] = {RM_ALGORITHM_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kAlgorithmAliases[] = {RM_ALGORITHM_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+
+// The tables must be numbered 0..n-1 in order (EnumTable::NameOf indexes).
+constexpr bool Dense(std::span<const EnumEntry> t) {
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].value != static_cast<int>(i)) return false;
+  }
+  return true;
+}
+static_assert(Dense(kDTypes) && Dense(kReduceOps) && Dense(kImplementations) && Dense(kAlgorithms),
+              "enums.h: a table's values must be 0, 1, 2, ... in order");
+
+template <size_t N>
+constexpr std::span<const EnumEntry> Aliases(const EnumEntry (&a)[N]) {
+  return {a, N - 1};  // without the terminator
+}
+
+bool SameLetters(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+std::string Names(const EnumTable& t) {
+  std::string out;
+  for (const auto& e : t.values) out += (out.empty() ? "" : ", ") + std::string(e.name);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<int> EnumTable::Parse(std::string_view text, std::string_view field) const {
+  for (const auto& e : values) {
+    if (SameLetters(text, e.name)) return e.value;
+  }
+  for (const auto& e : aliases) {
+    if (SameLetters(text, e.name)) return e.value;
+  }
+  return InvalidArgumentError(std::string(field) + ": unknown " + std::string(what) + " '" +
+                              std::string(text) + "', expected one of " + Names(*this));
+}
+
+Status EnumTable::CheckValue(int value, std::string_view field) const {
+  if (Contains(value)) return OkStatus();
+  return InvalidArgumentError(std::string(field) + ": not a valid " + std::string(what) + ": " +
+                              std::to_string(value) + " (expected 0.." + std::to_string(values.size() - 1) +
+                              ": " + Names(*this) + ")");
+}
+
+const EnumTable& DTypeTable() {
+  static const EnumTable t{"dtype", kDTypes, Aliases(kDTypeAliases)};
+  return t;
+}
+const EnumTable& ReduceOpTable() {
+  static const EnumTable t{"reduce op", kReduceOps, Aliases(kReduceOpAliases)};
+  return t;
+}
+const EnumTable& ImplementationTable() {
+  static const EnumTable t{"implementation", kImplementations, Aliases(kImplementationAliases)};
+  return t;
+}
+const EnumTable& AlgorithmTable() {
+  static const EnumTable t{"algorithm", kAlgorithms, Aliases(kAlgorithmAliases)};
+  return t;
+}
+
+}  // namespace ringmaster

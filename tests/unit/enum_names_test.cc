@@ -1,0 +1,72 @@
+// The one table of the API's enums (enums.h): every name parses back to its
+// value in any case, aliases parse to theirs, the C++ enums carry the
+// tables' numbers, and a bad name or number is refused naming the field and
+// listing the valid names.
+#include "ringmaster/enum_names.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+
+#include "ringmaster/comm_options.h"
+
+namespace ringmaster {
+namespace {
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+TEST(EnumNames, EveryNameParsesBackInAnyCase) {
+  for (const EnumTable* t : {&DTypeTable(), &ReduceOpTable(), &ImplementationTable(), &AlgorithmTable()}) {
+    ASSERT_FALSE(t->values.empty()) << t->what;
+    for (size_t i = 0; i < t->values.size(); ++i) {
+      const auto& e = t->values[i];
+      EXPECT_EQ(e.value, static_cast<int>(i)) << t->what << " " << e.name;
+      EXPECT_EQ(t->NameOf(e.value), e.name);
+      EXPECT_EQ(*t->Parse(e.name, "f"), e.value) << e.name;
+      EXPECT_EQ(*t->Parse(Upper(e.name), "f"), e.value) << e.name;
+    }
+    for (const auto& a : t->aliases) {
+      EXPECT_TRUE(t->Contains(a.value)) << t->what << " alias " << a.name;
+      EXPECT_EQ(*t->Parse(a.name, "f"), a.value) << a.name;
+    }
+    EXPECT_EQ(t->NameOf(-1), "");
+    EXPECT_EQ(t->NameOf(static_cast<int>(t->values.size())), "");
+  }
+}
+
+TEST(EnumNames, AliasesAreTheDocumentedOnes) {
+  EXPECT_EQ(ReduceOpTable().NameOf(*ReduceOpTable().Parse("prod", "op")), "product");
+  EXPECT_EQ(ReduceOpTable().NameOf(*ReduceOpTable().Parse("Average", "op")), "mean");
+  EXPECT_EQ(*AlgorithmTable().Parse("rd", "a"), static_cast<int>(Algorithm::kRecursiveDoubling));
+  EXPECT_EQ(*AlgorithmTable().Parse("hd", "a"), static_cast<int>(Algorithm::kHalvingDoubling));
+}
+
+TEST(EnumNames, TheCxxEnumsCarryTheTablesNumbers) {
+  EXPECT_EQ(ImplementationName(Implementation::kNccl), "NCCL");
+  EXPECT_EQ(static_cast<int>(Implementation::kNccl), 2);
+  EXPECT_EQ(AlgorithmName(Algorithm::kHalvingDoubling), "halving_doubling");
+  EXPECT_EQ(static_cast<int>(Algorithm::kHalvingDoubling), 3);
+}
+
+TEST(EnumNames, ABadNameOrNumberNamesTheFieldAndTheValidNames) {
+  auto bad = ReduceOpTable().Parse("median", "op");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "op: unknown reduce op 'median', expected one of sum, mean, min, max, product");
+  auto number = ImplementationTable().CheckValue(7, "options.implementation");
+  EXPECT_EQ(number.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(number.message(),
+            "options.implementation: not a valid implementation: 7 (expected 0..2: AUTO, RING, NCCL)");
+  EXPECT_TRUE(ImplementationTable().CheckValue(2, "f").ok());
+  EXPECT_FALSE(DTypeTable().Parse("", "dtype").ok());
+  EXPECT_FALSE(DTypeTable().Parse("float", "dtype").ok());  // no aliases for dtypes: NumPy's names only
+}
+
+}  // namespace
+}  // namespace ringmaster
