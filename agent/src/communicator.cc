@@ -1,9 +1,9 @@
-// The public Communicator: a thin facade over the engine (engine.h).
+// The public Communicator: a thin facade over the engine (communicator_impl.h).
 #include <cstring>
 
-#include "collectives.h"
-#include "engine.h"
-#include "kernels.h"
+#include "collectives/collectives.h"
+#include "collectives/kernels.h"
+#include "communicator_impl.h"
 
 namespace ringmaster {
 

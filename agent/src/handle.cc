@@ -1,5 +1,5 @@
 // CollectiveHandle: waiting for a call, or being called back when it ends.
-#include "executor.h"
+#include "collectives/executor.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster {

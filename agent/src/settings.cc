@@ -4,9 +4,9 @@
 // here they only become settings.
 #include <cstdlib>
 
-#include "auth.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/replica_env.h"
+#include "transport/auth.h"
 
 namespace ringmaster {
 

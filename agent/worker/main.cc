@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "c_api_check.h"
-#include "kernels.h"
+#include "collectives/kernels.h"
 #include "model.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/enum_names.h"

@@ -1,6 +1,6 @@
 // The reduction loops alone: GB/s of ReduceInto (inout[i] = op(inout[i],
 // in[i]); bytes = 3 x the buffer: two reads, one write) for the baseline
-// x86-64 build and the AVX2 (+ F16C) build of agent/src/kernels.cc, side by
+// x86-64 build and the AVX2 (+ F16C) build of agent/src/collectives/kernels.cc, side by
 // side in one run, per dtype and buffer size (L1, L2, last-level cache,
 // memory). `rm-bench-kernels [--ms MILLIS_PER_CELL]`; prints a markdown
 // table. scripts/bench kernels runs it.
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels.h"
+#include "collectives/kernels.h"
 
 namespace rmi = ringmaster::internal;
 using ringmaster::DataType;

@@ -15,11 +15,16 @@
 #include <sstream>
 #include <thread>
 
-#include "auth.h"
+#include "bootstrap/control_server.h"
+#include "bootstrap/control_service.h"
+#include "bootstrap/join_checks.h"
+#include "bootstrap/mesh.h"
+#include "clock.h"
 #include "group_util.h"
-#include "handshake.h"
-#include "rendezvous.h"
 #include "ringmaster/agent.grpc.pb.h"
+#include "transport/auth.h"
+#include "transport/handshake.h"
+#include "transport/wire.h"
 
 namespace ringmaster {
 namespace {

@@ -9,6 +9,7 @@
 
 #include "bootstrap/mesh.h"
 #include "local_bootstrap.h"
+#include "transport/net.h"
 
 namespace ringmaster {
 namespace {

@@ -10,11 +10,11 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms.h"
-#include "flight_recorder.h"
-#include "kernels.h"
+#include "collectives/algorithms.h"
+#include "collectives/kernels.h"
+#include "group/failure_messages.h"
+#include "group/flight_recorder_ring.h"
 #include "local_transport.h"
-#include "verdict.h"
 
 namespace ringmaster::internal {
 namespace {

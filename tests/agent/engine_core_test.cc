@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms.h"
-#include "kernels.h"
-#include "link_model.h"
+#include "collectives/algorithms.h"
+#include "collectives/kernels.h"
+#include "collectives/link_model.h"
+#include "collectives/packing.h"
 #include "local_transport.h"
-#include "packing.h"
 #include "ringmaster/enum_names.h"
 #include "ringmaster/ringmaster.h"
 

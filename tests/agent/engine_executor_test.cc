@@ -6,8 +6,8 @@
 #include <atomic>
 #include <thread>
 
-#include "collectives.h"
-#include "executor.h"
+#include "collectives/collectives.h"
+#include "collectives/executor.h"
 #include "local_transport.h"
 
 namespace ringmaster::internal {

@@ -10,12 +10,16 @@
 #include <chrono>
 #include <thread>
 
+#include "bootstrap/control_server.h"
+#include "bootstrap/control_service.h"
+#include "bootstrap/join_checks.h"
+#include "bootstrap/mesh.h"
+#include "collectives/link_model.h"
 #include "group_util.h"
-#include "link_model.h"
-#include "net.h"
-#include "rendezvous.h"
 #include "ringmaster/agent.grpc.pb.h"
-#include "tcp_transport.h"
+#include "transport/net.h"
+#include "transport/tcp_transport.h"
+#include "transport/wire.h"
 
 namespace ringmaster {
 namespace {

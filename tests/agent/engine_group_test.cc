@@ -11,10 +11,10 @@
 #include <future>
 #include <map>
 
+#include "collectives/kernels.h"
 #include "group_util.h"
-#include "kernels.h"
-#include "net.h"
 #include "ringmaster/ringmaster.h"
+#include "transport/net.h"
 
 namespace ringmaster {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "collectives/subgroup.h"
 #include "group_util.h"
 #include "local_transport.h"
-#include "subgroup.h"
 
 namespace ringmaster {
 namespace {

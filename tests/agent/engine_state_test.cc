@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "flight_recorder.h"
-#include "verdict.h"
+#include "group/failure_messages.h"
+#include "group/flight_recorder_ring.h"
 
 namespace ringmaster::internal {
 namespace {

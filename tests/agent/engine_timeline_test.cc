@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "group/timeline.h"
 #include "group_util.h"
-#include "timeline.h"
 
 namespace ringmaster {
 namespace {

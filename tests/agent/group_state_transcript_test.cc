@@ -21,9 +21,9 @@
 #include <memory>
 #include <optional>
 
-#include "group_state.h"
+#include "group/failure_messages.h"
+#include "group/group_state.h"
 #include "transcript_util.h"
-#include "verdict.h"
 
 namespace ringmaster::internal {
 namespace {

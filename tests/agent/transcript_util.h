@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "net.h"
+#include "clock.h"
 #include "ringmaster/status.h"
 #include "transcript.h"
 

@@ -18,9 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "auth.h"
+#include "bootstrap/control_server.h"
+#include "bootstrap/control_service.h"
+#include "bootstrap/join_checks.h"
+#include "bootstrap/mesh.h"
+#include "clock.h"
 #include "fuzz_check.h"
-#include "rendezvous.h"
+#include "transport/auth.h"
+#include "transport/wire.h"
 
 namespace {
 

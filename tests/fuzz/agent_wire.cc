@@ -22,10 +22,10 @@
 #include <string>
 #include <string_view>
 
-#include "auth.h"
 #include "fuzz_check.h"
-#include "handshake.h"
-#include "wire.h"
+#include "transport/auth.h"
+#include "transport/handshake.h"
+#include "transport/wire.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-#include "kernels.h"
+#include "collectives/kernels.h"
 
 // The opaque handles of the real headers, defined here for the fake.
 struct CUstream_st {

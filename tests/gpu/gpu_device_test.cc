@@ -19,10 +19,10 @@
 #include <cstring>
 #include <thread>
 
+#include "collectives/kernels.h"
 #include "free_ports.h"
 #include "gpu/gpu_api.h"
 #include "group_util.h"
-#include "kernels.h"
 
 extern char** environ;
 

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <thread>
 
+#include "collectives/kernels.h"
 #include "fake_gpu.h"
 #include "group_util.h"
-#include "kernels.h"
 
 namespace ringmaster {
 namespace {

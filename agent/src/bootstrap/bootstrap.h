@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "bootstrap/table.h"
-#include "net.h"
+#include "clock.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster::internal {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "transport/net.h"
+
 namespace ringmaster::internal {
 
 StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,

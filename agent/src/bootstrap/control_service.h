@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "auth.h"
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/formation_hub.h"
 #include "ringmaster/agent.grpc.pb.h"
+#include "transport/auth.h"
 
 namespace ringmaster::internal {
 

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "auth.h"
 #include "bootstrap/table.h"
-#include "net.h"
+#include "clock.h"
 #include "ringmaster/status.h"
+#include "transport/auth.h"
 
 namespace ringmaster::internal {
 

@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "auth.h"
 #include "bootstrap/table.h"
 #include "ringmaster/status.h"
+#include "transport/auth.h"
 
 namespace ringmaster::internal {
 

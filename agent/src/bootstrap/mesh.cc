@@ -8,8 +8,9 @@
 
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
-#include "handshake.h"
-#include "verdict.h"
+#include "group/failure_messages.h"
+#include "transport/handshake.h"
+#include "transport/net.h"
 
 namespace ringmaster::internal {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "auth.h"
 #include "bootstrap/bootstrap.h"
+#include "transport/auth.h"
 
 namespace ringmaster::internal {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "verdict.h"
+#include "group/failure_messages.h"
 
 namespace ringmaster::internal {
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "group.h"
-#include "log.h"
-#include "op.h"
+#include "agent_log.h"
+#include "collectives/op.h"
+#include "group/group.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::internal {

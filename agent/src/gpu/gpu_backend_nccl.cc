@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "algorithms.h"
+#include "collectives/algorithms.h"
 #include "gpu/cuda_backend.h"
 
 namespace ringmaster::internal::gpu {

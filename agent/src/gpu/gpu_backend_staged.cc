@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <string>
 
-#include "collectives.h"
+#include "collectives/collectives.h"
+#include "collectives/kernels.h"
+#include "collectives/packing.h"
 #include "gpu/cuda_backend.h"
-#include "kernels.h"
-#include "packing.h"
 
 namespace ringmaster::internal::gpu {
 

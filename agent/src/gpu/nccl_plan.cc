@@ -4,7 +4,7 @@
 #include <chrono>
 #include <thread>
 
-#include "packing.h"
+#include "collectives/packing.h"
 
 namespace ringmaster::internal {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "clock.h"
 #include "gpu/gpu_api.h"
-#include "net.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::internal {

@@ -1,0 +1,191 @@
+// The communicator's collective calls: each call's options merged over the
+// job's and checked once, its tensors checked, its ops built (collectives.h,
+// or the GPU backend's) and submitted to the executor.
+#include <algorithm>
+
+#include "agent_log.h"
+#include "collectives/collectives.h"
+#include "collectives/subgroup.h"
+#include "communicator_impl.h"
+#include "gpu/gpu_backend.h"
+
+namespace ringmaster::internal {
+
+StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOptions& o,
+                                                         std::span<const Tensor> tensors, bool* device) {
+  // The per-call options enter here (C++ callers, and the C API's, which
+  // only converts): checked once. The job's defaults were checked when read
+  // (CommunicationOptions::FromEnv), and merging valid options keeps them so.
+  RM_RETURN_IF_ERROR(o.Validate());
+  CommunicationOptions merged = settings_.defaults.Merge(o);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    std::string where = "tensors[" + std::to_string(i) + "]";
+    if (!ValidDType(t.dtype)) return InvalidArgumentError(where + ".dtype: unknown data type");
+    if (t.count < 0) return InvalidArgumentError(where + ".count must be >= 0");
+    if (t.count > 0 && !t.data) return InvalidArgumentError(where + ".data is null");
+    if (t.memory != MemoryKind::kHost && t.memory != MemoryKind::kDevice) {
+      return InvalidArgumentError(where + ".memory: unknown memory kind");
+    }
+    if (t.source && !device) {
+      return InvalidArgumentError(where + ".source: only AllReduce reads its input from a separate buffer");
+    }
+  }
+  // GPU memory is recognised per tensor (gpu/gpu_backend.h); a call takes
+  // host tensors or GPU tensors, never both.
+  auto on_gpu = root().gpu_->IsDeviceCall(tensors);
+  if (!on_gpu.ok()) return on_gpu.status();
+  if (*on_gpu && parent_) {
+    return UnimplementedError("process set " + std::to_string(set_id_) +
+                              ": GPU memory is not supported in process sets yet (copy to host memory)");
+  }
+  if (*on_gpu) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].source && tensors[i].source != tensors[i].data) {
+        return UnimplementedError("tensors[" + std::to_string(i) +
+                                  "].source: GPU memory is reduced in place only (no separate source yet)");
+      }
+    }
+    if (!device) {
+      return UnimplementedError(
+          "GPU memory: only AllReduce takes GPU tensors so far (copy them to host memory for broadcast, "
+          "all-gather and reduce)");
+    }
+    *device = true;
+    return merged;
+  }
+  if (!host_choice_logged_.exchange(true)) {
+    DebugLog(std::string(ImplementationName(merged.implementation)) + " on host memory: the CPU engine");
+  }
+  if (merged.implementation == Implementation::kNccl) {
+    if (!nccl_warned_.exchange(true))
+      Warn("implementation NCCL was requested for host memory; running RING instead");
+    merged.implementation = Implementation::kRing;
+  }
+  return merged;
+}
+
+CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
+                                          const CommunicationOptions& o, const std::string& what, bool sync) {
+  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+  const Deadline deadline = DeadlineAfter(o.EffectiveTimeout().value_or(0));
+  if (!parent_) return ex->Submit(std::move(ops), deadline, what, sync);
+  // A process set: its members become ranks 0..n-1 of the ops' transport.
+  for (auto& op : ops) {
+    op.run = [run = std::move(op.run), members = members_](Transport& t) {
+      SubgroupTransport sub(t, members);
+      return run(sub);
+    };
+  }
+  return ex->SubmitToSet(wire_key_, std::move(ops), deadline,
+                         "process set " + std::to_string(set_id_) + ": " + what, sync);
+}
+
+CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
+                                                  const CommunicationOptions& o, bool sync) {
+  if (!ValidOp(op)) return Executor::Failed(InvalidArgumentError("op: unknown reduce operation"));
+  bool device = false;
+  auto merged = Resolve(o, tensors, &device);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  if (Status st = CheckReducible("all-reduce", tensors); !st.ok()) return Executor::Failed(st);
+  // One formation for building the ops (its link model) and running them.
+  auto ex = executor();
+  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+  if (device) {
+    auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, ex->group());
+    if (!gpu_ops.ok()) return Executor::Failed(gpu_ops.status());
+    return Submit(ex, std::move(*gpu_ops), *merged,
+                  "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors");
+  }
+  return Submit(ex, AllReduceOps(tensors, op, *merged, size_, ex->group()->link(), settings_.streams),
+                *merged, "all-reduce of " + std::to_string(tensors.size()) + " tensors", sync);
+}
+
+CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensors, int root,
+                                                  const CommunicationOptions& o) {
+  if (root < 0 || root >= size_) {
+    return Executor::Failed(InvalidArgumentError("root: " + std::to_string(root) +
+                                                 " is not a rank of the group (size " +
+                                                 std::to_string(size_) + ")"));
+  }
+  auto merged = Resolve(o, tensors);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = BroadcastOps(tensors, root);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "broadcast from " + names_[root]);
+}
+
+CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor& out,
+                                                  const CommunicationOptions& o) {
+  Tensor both[2] = {in, out};
+  auto merged = Resolve(o, both);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  if (in.dtype != out.dtype)
+    return Executor::Failed(InvalidArgumentError("output.dtype must equal input.dtype"));
+  if (out.count != in.count * size_) {
+    return Executor::Failed(InvalidArgumentError(
+        "output.count must be size() * input.count = " + std::to_string(in.count * size_) + ", got " +
+        std::to_string(out.count)));
+  }
+  auto ops = AllGatherOps(in, out, rank_);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "all-gather");
+}
+
+CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, bool sync) {
+  auto merged = Resolve(o, {});
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = BarrierOps(size_);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "barrier", sync);
+}
+
+StatusOr<CommunicationOptions> CommunicatorImpl::ResolveHost(const char* what, const CommunicationOptions& o,
+                                                             const Tensor& in, const Tensor& out) {
+  const auto gpu = [&] {
+    return InvalidArgumentError(std::string(what) +
+                                ": host memory only (copy GPU tensors to host memory first)");
+  };
+  if (in.memory == MemoryKind::kDevice || out.memory == MemoryKind::kDevice) return gpu();
+  const Tensor both[2] = {in, out};
+  bool device = false;
+  auto merged = Resolve(o, both, &device);
+  if (merged.ok() && device) return gpu();
+  return merged;
+}
+
+CollectiveHandle CommunicatorImpl::AllGatherVAsync(const Tensor& in, std::span<const int64_t> counts,
+                                                   const Tensor& out, const CommunicationOptions& o) {
+  if (Status st = ValidateAllGatherV(in, counts, out, rank_, size_); !st.ok()) return Executor::Failed(st);
+  auto merged = ResolveHost("all-gather-v", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = AllGatherVOps(in, counts, out);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "all-gather-v");
+}
+
+CollectiveHandle CommunicatorImpl::AllToAllAsync(const Tensor& in, std::span<const int64_t> send_counts,
+                                                 const Tensor& out, std::span<const int64_t> recv_counts,
+                                                 const CommunicationOptions& o) {
+  if (Status st = ValidateAllToAll(in, send_counts, out, recv_counts, size_); !st.ok())
+    return Executor::Failed(st);
+  auto merged = ResolveHost("all-to-all", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = AllToAllOps(in, send_counts, out, recv_counts);
+  for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "all-to-all");
+}
+
+CollectiveHandle CommunicatorImpl::ReduceScatterAsync(const Tensor& in, std::span<const int64_t> counts,
+                                                      const Tensor& out, ReduceOp op,
+                                                      const CommunicationOptions& o) {
+  if (Status st = ValidateReduceScatter(in, counts, out, op, rank_, size_); !st.ok())
+    return Executor::Failed(st);
+  auto merged = ResolveHost("reduce-scatter", o, in, out);
+  if (!merged.ok()) return Executor::Failed(merged.status());
+  auto ops = ReduceScatterOps(in, counts, out, op);
+  for (auto& x : ops) x.info.timeout_s = merged->EffectiveTimeout().value_or(0);
+  return Submit(executor(), std::move(ops), *merged, "reduce-scatter");
+}
+
+}  // namespace ringmaster::internal

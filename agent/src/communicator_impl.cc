@@ -1,0 +1,326 @@
+// The communicator's life: forming the group (and its process sets),
+// stopping, re-forming, aborting, the timeline. The collective calls are in
+// communicator_calls.cc.
+#include "communicator_impl.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "agent_log.h"
+#include "bootstrap/control_server.h"
+#include "bootstrap/control_service.h"
+#include "bootstrap/join_checks.h"
+#include "bootstrap/mesh.h"
+#include "collectives/collectives.h"
+#include "collectives/link_model.h"
+#include "collectives/subgroup.h"
+#include "gpu/gpu_backend.h"
+#include "group/terminate.h"
+#include "group/timeline.h"
+#include "transport/net.h"
+#include "transport/tcp_transport.h"
+#include "transport/wire.h"
+
+namespace ringmaster::internal {
+
+CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
+    : settings_(settings),
+      rank_(settings.group.rank.value_or(-1)),
+      size_(static_cast<int>(settings.group.members.size())),
+      process_id_(RandomId()),
+      recorder_(
+          std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))),
+      key_(settings.job_key),
+      refusals_(rank_ >= 0 && rank_ < size_ ? settings.group.members[rank_].TaskName() : "agent") {
+  for (const auto& m : settings_.group.members) {
+    names_.push_back(m.TaskName());
+    std::string host;
+    int port = 0;
+    hosts_.push_back(SplitHostPort(m.address, &host, &port).ok() ? host : m.address);
+  }
+  gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
+  set_recorder_ =
+      std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)));
+}
+
+CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_key, std::vector<int> members)
+    : settings_(parent->settings_),
+      rank_(static_cast<int>(std::find(members.begin(), members.end(), parent->rank_) - members.begin())),
+      size_(static_cast<int>(members.size())),
+      process_id_(parent->process_id_),
+      key_(std::string()),
+      refusals_(parent->names_[parent->rank_]),
+      parent_(parent),
+      set_id_(id),
+      wire_key_(wire_key),
+      members_(std::move(members)) {
+  for (int r : members_) {
+    names_.push_back(parent->names_[r]);
+    hosts_.push_back(parent->hosts_[r]);
+  }
+}
+
+StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int id,
+                                                                            std::span<const int> ranks) {
+  if (parent_) return UnimplementedError("process sets of a process set: add them to the whole group");
+  std::vector<int> sorted(ranks.begin(), ranks.end());
+  std::sort(sorted.begin(), sorted.end());
+  Status local;
+  if (sets_added_ >= (1 << 23) - 1) {
+    local = FailedPreconditionError(
+        "process sets: 2^23 - 1 have been added to this group, the most it can number");
+  } else if (id <= 0) {
+    local = InvalidArgumentError("process set id: must be > 0, got " + std::to_string(id));
+  } else if (sorted.empty()) {
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": ranks is empty");
+  } else if (sorted.front() < 0 || sorted.back() >= size_) {
+    const int bad = sorted.front() < 0 ? sorted.front() : sorted.back();
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(bad) +
+                                 " is not a rank of the group (size " + std::to_string(size_) + ")");
+  } else if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(*dup) +
+                                 " appears twice");
+  }
+  // Every member of the group says what it adds: (valid, id, count, hash).
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the ranks
+  for (int r : sorted) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  constexpr int kWords = 4;
+  int64_t mine[kWords] = {local.ok() ? 1 : 0, id, static_cast<int64_t>(sorted.size()),
+                          static_cast<int64_t>(hash)};
+  std::vector<int64_t> all(static_cast<size_t>(kWords) * size_);
+  CommunicationOptions o;
+  Tensor in{mine, kWords, DataType::kInt64},
+      out{all.data(), static_cast<int64_t>(all.size()), DataType::kInt64};
+  RM_RETURN_IF_ERROR(AllGatherAsync(in, out, o).Wait());
+  if (!local.ok()) return local;
+  std::string invalid, differ;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t* w = &all[static_cast<size_t>(r) * kWords];
+    if (w[0] == 0) {
+      invalid += (invalid.empty() ? "" : ", ") + names_[r];
+    } else if (!std::equal(w + 1, w + kWords, mine + 1)) {
+      differ += (differ.empty() ? "" : ", ") + names_[r] + " (id " + std::to_string(w[1]) + ", " +
+                std::to_string(w[2]) + " ranks)";
+    }
+  }
+  if (!invalid.empty()) {
+    return FailedPreconditionError("process set " + std::to_string(id) + ": " + invalid +
+                                   " passed invalid ranks (see its own error)");
+  }
+  if (!differ.empty()) {
+    return FailedPreconditionError("process set " + std::to_string(id) +
+                                   ": the members disagree on it: " + names_[rank_] + " adds " +
+                                   std::to_string(sorted.size()) + " ranks, " + differ + " add another");
+  }
+  // The set's key on the wire: how many sets the whole group has added, the
+  // same on every member (the calls are collective and agreed), so an id
+  // that Horovod reuses never meets an old set's sequence numbers.
+  const int key = ++sets_added_;
+  if (!std::binary_search(sorted.begin(), sorted.end(), rank_)) return std::unique_ptr<CommunicatorImpl>();
+  return std::make_unique<CommunicatorImpl>(this, id, key, std::move(sorted));
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  Stop(/*destroyed=*/true);
+  if (gpu_) gpu_->Shutdown();
+  if (service_) service_->Shutdown();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+Status CommunicatorImpl::Start() {
+  if (size_ < 1) return InvalidArgumentError("group: no members");
+  if (rank_ < 0 || rank_ >= size_) return InvalidArgumentError("group.rank: not a member of the group");
+  if (!(settings_.formation_timeout_seconds > 0))
+    return InvalidArgumentError("formation_timeout_seconds must be > 0");
+  if (!(settings_.heartbeat_timeout_seconds > 0))
+    return InvalidArgumentError("heartbeat_timeout_seconds must be > 0");
+  if (settings_.streams < 1 || settings_.streams > 8)
+    return InvalidArgumentError("streams must be in [1, 8]");
+  if (settings_.flight_recorder_size < 1) return InvalidArgumentError("flight_recorder_size must be >= 1");
+  RM_RETURN_IF_ERROR(settings_.defaults.Validate());
+  if (!settings_.job_key.empty() &&
+      (settings_.job_key.size() < kMinKeyBytes || settings_.job_key.size() > kMaxKeyBytes)) {
+    return InvalidArgumentError("job_key: must be " + std::to_string(kMinKeyBytes) + " to " +
+                                std::to_string(kMaxKeyBytes) + " bytes, got " +
+                                std::to_string(settings_.job_key.size()));
+  }
+  for (const auto& m : settings_.group.members) {
+    std::string h;
+    int p;
+    RM_RETURN_IF_ERROR(SplitHostPort(m.address, &h, &p));
+  }
+  const auto& ports = settings_.control_ports;
+  if (!ports.empty() && ports.size() != 1 && ports.size() != static_cast<size_t>(size_)) {
+    return InvalidArgumentError("control_ports: " + std::to_string(ports.size()) + " ports for " +
+                                std::to_string(size_) + " members (want 1 or one per member)");
+  }
+  auto own_port = ControlPort(rank_);
+  if (!own_port.ok()) return own_port.status();
+  if (size_ > 1) {
+    InstallTerminationHook();
+    service_ =
+        std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds, &key_, &refusals_);
+    auto server = ServeControl(service_.get(), *own_port, names_[rank_], size_);
+    if (!server.ok()) return server.status();
+    server_ = std::move(*server);
+  }
+  return Form();
+}
+
+StatusOr<int> CommunicatorImpl::ControlPort(int rank) const {
+  const auto& ports = settings_.control_ports;
+  if (ports.size() == 1) return ports[0];
+  if (!ports.empty()) return ports[static_cast<size_t>(rank)];
+  if (rank != 0) return 0;  // nobody needs to know it: the kernel picks one
+  std::string h;
+  int tf_port = 0;
+  RM_RETURN_IF_ERROR(SplitHostPort(settings_.group.members[0].address, &h, &tf_port));
+  return DefaultAgentPort(tf_port);
+}
+
+Status CommunicatorImpl::Form() {
+  MeshConfig mc;
+  mc.rank = rank_;
+  mc.names = names_;
+  mc.hosts = hosts_;
+  mc.process_id = process_id_;
+  auto leader_port = ControlPort(0);
+  mc.leader_port = leader_port.ok() ? *leader_port : 0;
+  mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
+  mc.timeout_s = settings_.formation_timeout_seconds;
+  mc.key = &key_;
+  mc.refusals = &refusals_;
+  auto mesh = FormMesh(mc, service_.get());
+  if (!mesh.ok()) return mesh.status();
+  incarnation_ = mesh->incarnation;
+
+  Group::Config gc;
+  gc.rank = rank_;
+  gc.names = names_;
+  gc.heartbeat_timeout_s = settings_.heartbeat_timeout_seconds;
+  gc.recorder = recorder_;
+  gc.report.flight_dir = settings_.flight_recorder_dir;
+  gc.report.termination_log = settings_.termination_log;
+  std::vector<int> control(size_, -1);
+  for (int p = 0; p < size_; ++p) std::swap(control[p], mesh->conns[p][0]);
+  auto group = std::make_shared<Group>(std::move(gc), std::move(control));
+  // The transport over data channel `channel` of every pair.
+  auto transport_on = [&](int channel) {
+    std::vector<int> fds(size_, -1);
+    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][channel]);
+    TcpTransport::Hooks hooks;
+    hooks.peer_name = [names = names_](int r) { return names[r]; };
+    hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
+    hooks.abort_fd = group->abort_fd();
+    return std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks));
+  };
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int s = 0; s < settings_.streams; ++s) transports.push_back(transport_on(s + 1));
+  // What the links are like, for AUTO (link_model.h): on the first data
+  // stream, before any collective, within the formation's timeout.
+  LinkModel link;
+  const auto probe_start = Clock::now();
+  if (Status st = ProbeLinks(*transports[0], DeadlineAfter(settings_.formation_timeout_seconds), &link);
+      !st.ok()) {
+    return Status(st.code(), "measuring the links after formation: " + st.message());
+  }
+  group->SetLink(link);
+  if (link.known() && DebugLogEnabled()) {
+    char line[200];
+    std::snprintf(
+        line, sizeof line, "links: %.1f us per step, %.3f Gbit/s, reduce %.2f GB/s (probe took %.2f ms)",
+        link.alpha_s * 1e6, 8e-9 / link.beta_s_per_byte, 1e-9 / std::max(link.gamma_s_per_byte, 1e-15),
+        std::chrono::duration<double, std::milli>(Clock::now() - probe_start).count());
+    DebugLog(line);
+  }
+  auto executor = std::make_shared<Executor>(group, std::move(transports));
+  std::vector<std::unique_ptr<Transport>> set_transport;
+  set_transport.push_back(transport_on(settings_.streams + 1));
+  Executor::Options set_options;
+  set_options.recorder = set_recorder_;
+  set_options.exchange = false;
+  auto set_executor = std::make_shared<Executor>(group, std::move(set_transport), std::move(set_options));
+  group->StartMonitor();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executor_ = std::move(executor);
+    set_executor_ = std::move(set_executor);
+  }
+  if (service_) service_->SetState(incarnation_, OkStatus());
+  return OkStatus();
+}
+
+std::shared_ptr<Executor> CommunicatorImpl::executor() const {
+  if (parent_) {
+    std::lock_guard<std::mutex> lock(parent_->mu_);
+    return parent_->set_executor_;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return executor_;
+}
+
+void CommunicatorImpl::Stop(bool destroyed) {
+  std::shared_ptr<Executor> ex, set_ex;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ex = std::move(executor_);
+    set_ex = std::move(set_executor_);
+  }
+  if (!ex) return;
+  // Queued collectives fail fast; running ones are woken by the abort fd.
+  ex->group()->Stopping(destroyed);
+  ex->Stop();
+  if (set_ex) set_ex->Stop();
+  ex->group()->Close(/*goodbye=*/destroyed);
+}
+
+Status CommunicatorImpl::StartTimeline(const std::string& path) {
+  if (parent_) return parent_->StartTimeline(path);
+  auto t = Timeline::Open(path, rank_, names_[rank_]);
+  if (!t.ok()) return t.status();
+  std::lock_guard<std::mutex> lock(timeline_mu_);
+  if (timeline_) (void)timeline_->Close();
+  timeline_ = *t;
+  recorder_->SetTimeline(timeline_, 0);
+  set_recorder_->SetTimeline(timeline_, 1);
+  return OkStatus();
+}
+
+Status CommunicatorImpl::StopTimeline() {
+  if (parent_) return parent_->StopTimeline();
+  std::shared_ptr<Timeline> t;
+  {
+    std::lock_guard<std::mutex> lock(timeline_mu_);
+    t = std::move(timeline_);
+    recorder_->SetTimeline(nullptr, 0);
+    set_recorder_->SetTimeline(nullptr, 1);
+  }
+  return t ? t->Close() : OkStatus();
+}
+
+Status CommunicatorImpl::Health() {
+  if (parent_) return parent_->Health();
+  auto ex = executor();
+  if (!ex) return AbortedError("the group is not formed");
+  return ex->group()->AbortStatus();
+}
+
+void CommunicatorImpl::Abort(const std::string& reason) {
+  if (parent_) return parent_->Abort(reason);  // one group: a set's abort is the group's
+  if (auto ex = executor()) ex->group()->AbortRequested(reason);
+  if (service_) service_->SetState(incarnation_, AbortedError(reason));
+}
+
+Status CommunicatorImpl::Reform() {
+  if (parent_) {
+    return FailedPreconditionError("process set " + std::to_string(set_id_) +
+                                   ": reform the whole group, then add the process set again");
+  }
+  if (auto ex = executor()) ex->group()->ReformRequested();
+  Stop(/*destroyed=*/false);
+  return Form();
+}
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,123 @@
+// The engine behind a Communicator: it forms the group (bootstrap/), runs
+// one Group (health, group.h) and one Executor (executor.h) per formation,
+// and turns calls into ops (collectives.h; GPU memory: gpu/gpu_backend.h).
+// Private to agent/src: nothing outside the engine includes it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collectives/executor.h"
+#include "ringmaster/communicator.h"
+#include "transport/auth.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ringmaster::internal {
+
+class AgentService;
+class Timeline;
+class GpuBackend;
+
+class CommunicatorImpl {
+ public:
+  explicit CommunicatorImpl(const CommunicatorSettings& settings);
+  ~CommunicatorImpl();
+
+  // Process set `id` (> 0) of `parent`: `members` (formation ranks,
+  // ascending) must include the parent's rank. Its collectives run on the
+  // parent's process-set executor, over the same connections, with the
+  // set's own sequence numbers; it must not outlive the parent.
+  CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_key, std::vector<int> members);
+  // The collective half of making a process set: every member of the whole
+  // group calls it with the same id and ranks (checked: a disagreement fails
+  // on every member, naming who differs). Members of the set get its
+  // communicator, the others null.
+  StatusOr<std::unique_ptr<CommunicatorImpl>> AddProcessSet(int id, std::span<const int> ranks);
+  int process_set_id() const { return set_id_; }
+
+  // The timeline (timeline.h): every collective of this member, the process
+  // sets' included, from now until StopTimeline, into `path`. Starting again
+  // closes the previous file first. A process set's call is its group's.
+  Status StartTimeline(const std::string& path);
+  Status StopTimeline();
+
+  Status Start();  // control service + first formation
+  Status Reform();
+  void Abort(const std::string& reason);
+  Status Health();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name(int r) const { return names_[r]; }
+
+  // sync: the caller waits for the handle at once (see Executor::Submit).
+  CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& o,
+                                  bool sync = false);
+  CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
+  CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
+  CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
+  // The variable-size collectives (host memory only).
+  CollectiveHandle AllGatherVAsync(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                                   const CommunicationOptions& o);
+  CollectiveHandle AllToAllAsync(const Tensor& in, std::span<const int64_t> send_counts, const Tensor& out,
+                                 std::span<const int64_t> recv_counts, const CommunicationOptions& o);
+  CollectiveHandle ReduceScatterAsync(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
+                                      ReduceOp op, const CommunicationOptions& o);
+
+ private:
+  Status Form();
+  void Stop(bool destroyed);
+  // The agent's control port of `rank` (CommunicatorSettings::control_ports;
+  // 0: the kernel picks).
+  StatusOr<int> ControlPort(int rank) const;
+  std::shared_ptr<Executor> executor() const;  // a process set's: the parent's set executor
+  CommunicatorImpl& root() { return parent_ ? *parent_ : *this; }
+  // Validates and merges; `device` (only callers that take GPU memory pass
+  // it) is set for a call of GPU tensors.
+  StatusOr<CommunicationOptions> Resolve(const CommunicationOptions& o, std::span<const Tensor> tensors,
+                                         bool* device = nullptr);
+  // Options merged for a call of host tensors `in` and `out` that refuses
+  // GPU memory ("<what>: host memory only").
+  StatusOr<CommunicationOptions> ResolveHost(const char* what, const CommunicationOptions& o,
+                                             const Tensor& in, const Tensor& out);
+  CollectiveHandle Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
+                          const CommunicationOptions& o, const std::string& what, bool sync = false);
+
+  CommunicatorSettings settings_;
+  int rank_, size_;
+  std::vector<std::string> names_, hosts_;
+  uint64_t process_id_;
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<FlightRecorder> recorder_;
+  JobKey key_;
+  RefusalLog refusals_;
+
+  mutable std::mutex mu_;               // executor_
+  std::shared_ptr<Executor> executor_;  // the current formation (null: none)
+  // The same formation's process-set executor: one slot on a connection of
+  // its own per pair (so a set's collectives never queue behind the whole
+  // group's), its own flight recorder.
+  std::shared_ptr<Executor> set_executor_;
+  std::shared_ptr<FlightRecorder> set_recorder_;  // the set executor's, across formations
+  std::mutex timeline_mu_;
+  std::shared_ptr<Timeline> timeline_;
+  CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group
+  int set_id_ = 0;
+  int wire_key_ = 0;                // a process set's key on the wire (AddProcessSet)
+  std::atomic<int> sets_added_{0};  // the group's: process sets added so far
+  std::vector<int> members_;        // a process set's formation ranks
+  std::atomic<uint64_t> incarnation_{0};
+  std::atomic<bool> nccl_warned_{false};
+  std::atomic<bool> host_choice_logged_{false};
+  std::unique_ptr<GpuBackend> gpu_;  // GPU memory: NCCL or host staging (gpu/gpu_backend.h)
+};
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,372 @@
+#include "group/group.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "agent_log.h"
+#include "group/failure_messages.h"
+#include "group/terminate.h"
+#include "transport/net.h"
+#include "transport/wire.h"
+
+namespace ringmaster::internal {
+
+Group::Group(Config config, std::vector<int> control_fds)
+    : config_(std::move(config)),
+      state_(config_.rank, config_.names, config_.heartbeat_timeout_s, config_.clock->Now()),
+      control_fds_(std::move(control_fds)) {
+  if (!config_.recorder) config_.recorder = std::make_shared<FlightRecorder>();
+  control_fds_.resize(config_.names.size(), -1);
+  abort_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+Group::~Group() {
+  Close(/*goodbye=*/false);
+  CloseFd(abort_fd_);
+}
+
+Status Group::AbortStatus() const {
+  if (!aborted_.load(std::memory_order_acquire)) return OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.cause();
+}
+
+Status Group::ForNewCall() const {
+  if (!aborted_.load(std::memory_order_acquire)) return OkStatus();  // no lock on the hot path
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.ForNewCall();
+}
+
+Status Group::ForFailedCall(const Status& own) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.ForFailedCall(own);
+}
+
+void Group::SendLocked(uint32_t type, uint32_t code, const void* body, size_t bytes, int only) {
+  bytes = std::min<size_t>(bytes, kMaxControlText);
+  ControlHeader h{kControlMagic, type, code, static_cast<uint32_t>(bytes)};
+  std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
+  frame.append(static_cast<const char*>(body), bytes);
+  for (int r = 0; r < static_cast<int>(control_fds_.size()); ++r) {
+    if (control_fds_[r] < 0 || (only >= 0 && r != only)) continue;
+    // Control frames are tiny; a peer that cannot take one in 200 ms is dead anyway.
+    (void)WriteAll(control_fds_[r], frame.data(), frame.size(), DeadlineAfter(0.2));
+  }
+}
+
+void Group::Apply(const GroupDecision& d, const Status& cause) {
+  if (!d.abort) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_.store(true, std::memory_order_release);
+    uint64_t one = 1;
+    if (abort_fd_ >= 0) (void)!::write(abort_fd_, &one, sizeof one);
+    if (d.tell_peers) {
+      const std::string& text = cause.message();
+      SendLocked(d.reform ? kReformFrame : kAbortFrame, static_cast<uint32_t>(cause.code()), text.data(),
+                 text.size());
+    }
+  }
+  answers_cv_.notify_all();
+  if (d.report) Report(cause);
+}
+
+// Runs one event on the state machine and carries out its decision.
+template <class Event>
+void Group::Run(Event&& event) {
+  GroupDecision d;
+  Status cause;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    d = event(state_);
+    cause = state_.cause();
+  }
+  Apply(d, cause);
+}
+
+void Group::CollectiveFailed(const Status& status) {
+  Run([&](GroupState& s) { return s.CollectiveFailed(status); });
+}
+void Group::ConnectionLost(int peer, const std::string& how) {
+  Run([&](GroupState& s) { return s.ConnectionLost(peer, how); });
+}
+void Group::AbortRequested(const std::string& reason) {
+  Run([&](GroupState& s) { return s.AbortRequested(reason); });
+}
+void Group::ReformRequested() {
+  Run([&](GroupState& s) { return s.ReformRequested(); });
+}
+void Group::Stopping(bool destroyed) {
+  Run([&](GroupState& s) { return s.Stopping(destroyed); });
+}
+
+void Group::WaitForAbort(int ms) const {
+  pollfd pf{abort_fd_, POLLIN, 0};
+  (void)::poll(&pf, 1, ms);
+}
+
+void Group::Report(const Status& cause) {
+  const std::string& task = name(rank());
+  const std::string line = std::string(StatusCodeName(cause.code())) + ": " + cause.message();
+  const auto entries = config_.recorder->Snapshot();
+  const FailureReport& rep = config_.report;
+  if (rep.print) {
+    WriteStderr("ringmaster: " + task + ": " + line + "\n" +
+                FlightDumpJson(task, rank(), size(), cause, entries, rep.stderr_entries) + "\n");
+  }
+  if (!rep.flight_dir.empty()) {
+    std::string file = task;
+    for (char& c : file)
+      if (c == '/' || c == ':') c = '-';
+    while (!file.empty() && file[0] == '-') file.erase(0, 1);
+    file = rep.flight_dir + "/" + file + ".json";
+    std::string json = FlightDumpJson(task, rank(), size(), cause, entries, entries.size()) + "\n";
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      (void)!::write(fd, json.data(), json.size());
+      ::close(fd);
+    } else if (rep.print) {
+      WriteStderr("ringmaster: " + task + ": cannot write the flight recorder to " + file + ": " +
+                  std::strerror(errno) + "\n");
+    }
+  }
+  // The container's termination message (Kubernetes reads at most 4096 bytes).
+  std::string path = rep.termination_log;
+  bool create = !path.empty();
+  if (path.empty() && ::access("/dev/termination-log", W_OK) == 0) path = "/dev/termination-log";
+  if (!path.empty()) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+    if (fd >= 0) {
+      std::string text = line.substr(0, 4000) + "\n";
+      (void)!::write(fd, text.data(), text.size());
+      ::close(fd);
+    }
+  }
+}
+
+std::vector<ProgressReport> Group::Exchange(uint64_t seq, Deadline deadline) {
+  if (config_.probe) return config_.probe(seq);
+  ++diagnosing_;
+  struct Done {
+    std::atomic<int>& n;
+    ~Done() { --n; }
+  } done{diagnosing_};
+  std::lock_guard<std::mutex> one_at_a_time(exchange_mu_);
+  std::unique_lock<std::mutex> lock(mu_);
+  asking_ = seq;
+  answers_.assign(config_.names.size(), ProgressReport{});
+  answers_[static_cast<size_t>(rank())] = config_.recorder->Report(seq);
+  ProgressQueryWire q{seq};
+  SendLocked(kProgressQuery, 0, &q, sizeof q);
+  auto all_in = [&] {
+    for (size_t r = 0; r < answers_.size(); ++r)
+      if (answers_[r].progress == Progress::kUnknown && control_fds_[r] >= 0) return false;
+    return true;
+  };
+  answers_cv_.wait_until(lock, deadline, all_in);
+  asking_ = 0;
+  return answers_;
+}
+
+void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& body) {
+  if (type == kReformFrame) {
+    Run([&](GroupState& s) { return s.ReformFrame(peer, body); });
+  } else if (type == kAbortFrame) {
+    Run([&](GroupState& s) { return s.AbortFrame(peer, static_cast<StatusCode>(code), body); });
+  } else if (type == kGoodbye) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (void)state_.Goodbye(peer);
+    if (control_fds_[peer] >= 0) ::shutdown(control_fds_[peer], SHUT_WR);
+  } else if (type == kProgressQuery && body.size() == sizeof(ProgressQueryWire)) {
+    ProgressQueryWire q;
+    std::memcpy(&q, body.data(), sizeof q);
+    ProgressReport r = config_.recorder->Report(q.seq);
+    ProgressReportWire w{q.seq,
+                         r.last_finished,
+                         r.last_started,
+                         r.info.bytes,
+                         r.info.pack,
+                         r.info.packs,
+                         static_cast<uint8_t>(r.progress),
+                         static_cast<uint8_t>(r.info.kind),
+                         static_cast<uint8_t>(r.info.dtype),
+                         0,
+                         0,
+                         r.info.timeout_s};
+    std::lock_guard<std::mutex> lock(mu_);
+    SendLocked(kProgressReport, 0, &w, sizeof w, peer);
+  } else if (type == kProgressReport && body.size() == sizeof(ProgressReportWire)) {
+    ProgressReportWire w;
+    std::memcpy(&w, body.data(), sizeof w);
+    ProgressReport r;
+    r.progress = w.progress <= static_cast<uint8_t>(Progress::kFailed) ? static_cast<Progress>(w.progress)
+                                                                       : Progress::kUnknown;
+    r.last_finished = w.last_finished;
+    r.last_started = w.last_started;
+    r.info.bytes = w.bytes;
+    r.info.pack = w.pack;
+    r.info.packs = w.packs;
+    r.info.kind =
+        w.kind <= static_cast<uint8_t>(kLastOpKind) ? static_cast<OpKind>(w.kind) : OpKind::kAllReduce;
+    r.info.dtype =
+        w.dtype <= static_cast<uint8_t>(kLastDataType) ? static_cast<DataType>(w.dtype) : DataType::kFloat32;
+    r.info.timeout_s = w.timeout_s;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (asking_ != w.seq) return;  // a late answer to an earlier question
+      answers_[static_cast<size_t>(peer)] = r;
+    }
+    answers_cv_.notify_all();
+  }
+}
+
+void Group::StartMonitor() {
+  stop_ = false;
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+void Group::MonitorLoop() {
+  const int n = size();
+  const auto hb_period = std::chrono::milliseconds(
+      static_cast<int64_t>(std::clamp(config_.heartbeat_timeout_s * 1000 / 4, 50.0, 1000.0)));
+  std::vector<int> fds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fds = control_fds_;
+  }
+  std::vector<ControlFrameParser> parsers(static_cast<size_t>(n));
+  std::vector<bool> closed(static_cast<size_t>(n), false);
+  for (int p = 0; p < n; ++p) closed[p] = fds[p] < 0;
+  Clock::time_point next_hb = config_.clock->Now();
+  while (!stop_.load()) {
+    auto now = config_.clock->Now();
+    if (now >= next_hb) {
+      std::lock_guard<std::mutex> lock(mu_);
+      SendLocked(kHeartbeat, 0, nullptr, 0);
+      next_hb = now + hb_period;
+    }
+    Run([&](GroupState& s) { return s.Tick(now); });
+    std::vector<pollfd> pfds;
+    std::vector<int> who;
+    for (int p = 0; p < n; ++p) {
+      if (!closed[p]) {
+        pfds.push_back({fds[p], POLLIN, 0});
+        who.push_back(p);
+      }
+    }
+    pfds.push_back({wake_fd_, POLLIN, 0});
+    if (TerminationFd() >= 0) pfds.push_back({TerminationFd(), POLLIN, 0});
+    // Wake for the next heartbeat to send, or the next one due from a peer.
+    Clock::time_point wake = next_hb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      wake = std::min(wake, state_.NextDeadline());
+    }
+    int t = static_cast<int>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(wake - config_.clock->Now()).count());
+    ::poll(pfds.data(), pfds.size(), std::max(1, t));
+    if (TerminationFd() >= 0 && pfds.back().revents) Terminate();
+    for (size_t i = 0; i < who.size(); ++i) {
+      if (!pfds[i].revents) continue;
+      const int p = who[i];
+      char tmp[4096];
+      // Never more than one frame buffered per peer: what does not fit
+      // waits in the socket (and a peer that floods stalls only itself).
+      const size_t room = std::min(sizeof tmp, parsers[p].Room());
+      if (room == 0) {  // only after a bad frame (the parser is then closed)
+        closed[p] = true;
+        Run([&](GroupState& s) { return s.ProtocolError(p); });
+        continue;
+      }
+      ssize_t r = ::recv(fds[p], tmp, room, 0);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        closed[p] = true;
+        const std::string how = HowFromErrno(r == 0 ? 0 : errno);
+        Run([&](GroupState& s) { return s.ConnectionLost(p, how); });
+        continue;
+      }
+      if (r < 0) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        state_.HeardFrom(p, config_.clock->Now());
+      }
+      parsers[p].Feed(tmp, static_cast<size_t>(r));
+      ControlHeader h;
+      std::string body;
+      ControlFrameParser::Result res;
+      while ((res = parsers[p].Next(&h, &body)) == ControlFrameParser::Result::kFrame) {
+        OnFrame(p, h.type, h.code, body);
+        if (h.type == kGoodbye) {
+          closed[p] = true;
+          break;
+        }
+      }
+      if (res == ControlFrameParser::Result::kError) {
+        closed[p] = true;
+        Run([&](GroupState& s) { return s.ProtocolError(p); });
+      }
+    }
+  }
+}
+
+void Group::Terminate() {
+  // A diagnosis in progress finishes first (its exchange is bounded), so the
+  // report names the culprit rather than our own termination.
+  const auto until = Clock::now() + std::chrono::duration<double>(kDiagnosisBoundSeconds + 0.5);
+  while (diagnosing_.load() > 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  Run([&](GroupState& s) { return s.AbortRequested("terminated (SIGTERM)"); });
+  DieOfSigterm();
+}
+
+void Group::Close(bool goodbye) {
+  if (monitor_.joinable()) {
+    stop_ = true;
+    uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+    monitor_.join();
+  }
+  CloseFd(wake_fd_);
+  std::vector<int> fds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (goodbye) SendLocked(kGoodbye, 0, nullptr, 0);
+    fds = control_fds_;
+    control_fds_.assign(control_fds_.size(), -1);
+  }
+  answers_cv_.notify_all();
+  std::vector<pollfd> open;
+  for (int fd : fds) {
+    if (fd >= 0) {
+      ::shutdown(fd, SHUT_WR);
+      open.push_back({fd, POLLIN, 0});
+    }
+  }
+  Deadline d = DeadlineAfter(goodbye ? 1.0 : 0.0);
+  while (!open.empty()) {
+    int t = PollTimeoutMs(d);
+    if (t == 0 || ::poll(open.data(), open.size(), t) <= 0) break;
+    for (size_t i = 0; i < open.size();) {
+      if (open[i].revents) {
+        char b[4096];
+        ssize_t r = ::recv(open[i].fd, b, sizeof b, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+          open.erase(open.begin() + static_cast<long>(i));
+          continue;
+        }
+      }
+      ++i;
+    }
+  }
+  for (int& fd : fds) CloseFd(fd);
+}
+
+}  // namespace ringmaster::internal

@@ -1,0 +1,77 @@
+// The life of one formation of the group as a pure state machine, as
+// api/job_state is for jobs: events in (a peer heard from or silent, a
+// connection lost, a goodbye, an abort frame, a collective failed here, a
+// local abort or reform), decisions out (abort with which cause, tell the
+// peers or not, dump the flight recorder, which status each caller gets).
+// No clock, no sockets, no threads: group.cc is its shell and feeds it the
+// time; tests drive it step by step.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "clock.h"
+#include "ringmaster/status.h"
+
+namespace ringmaster::internal {
+
+struct GroupDecision {
+  bool abort = false;       // the group is aborted now, with cause()
+  bool tell_peers = false;  // send the cause to every member
+  bool report = false;      // a failure: print it, dump the recorder, write the termination log
+  bool reform = false;      // what the peers are told is a reform (kReformFrame), not a failure
+};
+
+class GroupState {
+ public:
+  GroupState(int rank, std::vector<std::string> names, double heartbeat_timeout_s, Clock::time_point now);
+
+  // The control plane.
+  void HeardFrom(int peer, Clock::time_point now);  // any bytes are a heartbeat
+  GroupDecision Tick(Clock::time_point now);        // declares silent peers unreachable
+  GroupDecision ConnectionLost(int peer, const std::string& how);
+  GroupDecision Goodbye(int peer);  // an orderly exit: not a failure by itself
+  GroupDecision AbortFrame(int peer, StatusCode code, const std::string& text);
+  // A peer announced Reform(): our collectives stop, but nothing failed.
+  GroupDecision ReformFrame(int peer, const std::string& text);
+  GroupDecision ProtocolError(int peer);
+
+  // A collective failed here (its status already carries the diagnosis).
+  GroupDecision CollectiveFailed(const Status& status);
+  // Communicator::Abort.
+  GroupDecision AbortRequested(const std::string& reason);
+  // Reform(): the peers are told, so they stop waiting for us.
+  GroupDecision ReformRequested();
+  // The communicator is going away (destroyed, or its threads stopped for a
+  // reform already announced): queued calls fail, nobody is told.
+  GroupDecision Stopping(bool destroyed);
+
+  bool aborted() const { return aborted_; }
+  const Status& cause() const { return cause_; }
+  // What a call submitted now gets: OK while healthy; after an abort the
+  // cause, as Unavailable for a lost member (what TF reports) and Aborted
+  // for every other cause.
+  Status ForNewCall() const;
+  // What a caller whose collective failed gets: the first cause.
+  Status ForFailedCall(const Status& own) const;
+  // Whether heartbeats from `peer` are still expected.
+  bool Watching(int peer) const;
+  // A reform may begin once this formation is aborted.
+  bool MayReform() const { return aborted_; }
+  // When Tick must run next (the earliest heartbeat deadline).
+  Clock::time_point NextDeadline() const;
+
+ private:
+  GroupDecision AbortWith(const Status& cause, bool tell_peers, bool report);
+
+  int rank_;
+  std::vector<std::string> names_;
+  Clock::duration hb_timeout_;
+  double hb_timeout_s_;
+  std::vector<Clock::time_point> last_seen_;
+  std::vector<bool> gone_;  // closed, said goodbye, or declared lost
+  bool aborted_ = false;
+  Status cause_;
+};
+
+}  // namespace ringmaster::internal
