@@ -1,7 +1,7 @@
 // `ringmaster run`'s decisions apart from its processes: one step of the
 // job's state machine and what it means for local replicas. Pure, so the
 // job-state transcripts drive it as they drive the operator's PlanJob
-// (tests/unit/testdata/job_state/); local_runner.cc only starts, signals and
+// (tests/api/testdata/job_state/); local_runner.cc only starts, signals and
 // reaps.
 #pragma once
 

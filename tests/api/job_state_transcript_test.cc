@@ -258,7 +258,7 @@ TEST_P(JobStateTranscript, BothShellsDecideAsTheStateMachine) {
 
 INSTANTIATE_TEST_SUITE_P(Testdata, JobStateTranscript,
                          ::testing::ValuesIn(testing::TranscriptFiles(RINGMASTER_SOURCE_DIR
-                                                                      "/tests/unit/testdata/job_state")),
+                                                                      "/tests/api/testdata/job_state")),
                          [](const auto& info) { return testing::TranscriptName(info.param); });
 
 }  // namespace

@@ -1,6 +1,6 @@
 """Real TensorFlow reads the TF_CONFIG Ringmaster generates.
 
-Driver (no --task): for tests/tf/job.yaml (a chief and two workers) it asks
+Driver (no --task): for tests/tf_interop/job.yaml (a chief and two workers) it asks
 `ringmaster tfconfig` for each replica's TF_CONFIG, checks its shape, maps the
 service addresses to 127.0.0.1 ports and starts three TensorFlow processes
 with exactly those configs. Then it does the same with three processes of
