@@ -63,6 +63,7 @@ __all__ = [
     "elastic", "handle_average_backwards_compatibility", "check_num_rank_power_of_2",
     # TensorFlow's spelling and ours
     "all_reduce", "reduce", "communication_options", "shard_dataset", "op_library_path",
+    "MultiWorkerMirroredStrategy",
 ]
 
 _ops = _build.load()
@@ -85,6 +86,9 @@ def __getattr__(name: str) -> Any:
     if name == "LocalGradientAggregationHelper":
         from .gradient_aggregation import LocalGradientAggregationHelper
         return LocalGradientAggregationHelper
+    if name in ("MultiWorkerMirroredStrategy", "RingmasterCrossDeviceOps"):
+        from . import strategy
+        return getattr(strategy, name)
     if name == "elastic":
         import importlib
         return importlib.import_module(".elastic", __name__)
