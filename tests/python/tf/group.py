@@ -57,8 +57,9 @@ class Result:
 
 
 def run_group(scenario: str, outdir: Path, timeout: float = 240, extra_env: Optional[Dict[str, str]] = None,
-              args: Optional[List[str]] = None, wait_ranks: Optional[List[int]] = None) -> List[Result]:
-    """Runs 3 ranks of `scenario`; returns each rank's result (its last JSON
+              args: Optional[List[str]] = None, wait_ranks: Optional[List[int]] = None,
+              worker: Path = WORKER) -> List[Result]:
+    """Runs 3 ranks of `scenario` of `worker` (default worker.py); returns each rank's result (its last JSON
     line on stdout). Ranks not in wait_ranks (default: all) are killed once
     the waited-for ranks have finished. Any rank still running at the
     deadline is killed and the test fails with what they printed."""
@@ -71,7 +72,7 @@ def run_group(scenario: str, outdir: Path, timeout: float = 240, extra_env: Opti
             out = open(outdir / f"{scenario}-rank{r}.out", "w+")
             err = open(outdir / f"{scenario}-rank{r}.err", "w+")
             files += [out, err]
-            procs.append((subprocess.Popen([sys.executable, str(WORKER), scenario, str(outdir)] + (args or []),
+            procs.append((subprocess.Popen([sys.executable, str(worker), scenario, str(outdir)] + (args or []),
                                            env=env, stdout=out, stderr=err, start_new_session=True), out, err))
         deadline = time.monotonic() + timeout
         hung = []
