@@ -1,10 +1,19 @@
 #include "local_plan.h"
 
+#include <optional>
+
 namespace ringmaster::cli {
 
 LocalStep PlanLocalStep(const DistributedJob& job, const JobStatus& status,
                         const std::vector<ReplicaObservation>& observed, int64_t now) {
-  Decision d = Reconcile(job, status, observed, now);
+  // No queue admits local processes: a job's schedulingPolicy is the
+  // cluster's business, and locally every replica starts at once.
+  std::optional<DistributedJob> unqueued;
+  if (!(job.run_policy.scheduling_policy == SchedulingPolicy{})) {
+    unqueued = job;
+    unqueued->run_policy.scheduling_policy = {};
+  }
+  Decision d = Reconcile(unqueued ? *unqueued : job, status, observed, now);
   LocalStep step;
   for (const auto& e : d.events)
     step.lines.push_back((e.warning ? "warning: " : "") + e.reason + ": " + e.message);

@@ -96,6 +96,7 @@ class Runner {
     AssignAddresses();
     MakeLogDir();
     MakeJobKey();
+    NoteScheduling();
     bool finished = false;
     while (!finished && !g_interrupted) {
       LocalStep step = PlanLocalStep(job_, status_, Observations(), std::time(nullptr));
@@ -147,6 +148,16 @@ class Runner {
                                std::strerror(errno));
     }
     log_dir_ = tmpl;
+  }
+
+  // A queue, a priority class and a gang are a cluster's business: locally
+  // every replica starts at once, never Queued (PlanLocalStep drops them).
+  void NoteScheduling() {
+    const SchedulingPolicy& p = job_.run_policy.scheduling_policy;
+    if (p == SchedulingPolicy{}) return;
+    Say("note: spec.runPolicy.schedulingPolicy" +
+        (p.queue.empty() ? std::string() : " (queue " + p.queue + ")") +
+        " applies on a cluster only: locally every replica starts at once");
   }
 
   // A fresh key for this run, which every replica's agent proves it holds:

@@ -334,9 +334,9 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
   const std::string path = "spec.runPolicy";
   const json* r = d.Object(spec, "runPolicy", "spec", /*required=*/false);
   if (!r) return;
-  d.RejectUnknown(
-      *r, path,
-      {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy", "suspend"});
+  d.RejectUnknown(*r, path,
+                  {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy",
+                   "suspend", "schedulingPolicy"});
   if (auto v = d.Integer(*r, "backoffLimit", path, 0, INT32_MAX)) out.backoff_limit = static_cast<int>(*v);
   out.active_deadline_seconds = d.Integer(*r, "activeDeadlineSeconds", path, 1, INT64_MAX);
   out.ttl_seconds_after_finished = d.Integer(*r, "ttlSecondsAfterFinished", path, 0, INT64_MAX);
@@ -347,6 +347,66 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
     out.clean_pod_policy = *p;
   }
   if (auto s = d.Bool(*r, "suspend", path)) out.suspend = *s;
+}
+
+// A LocalQueue's name also becomes a label value on every pod: a DNS-1123
+// subdomain of at most 63 characters satisfies both rules.
+bool IsQueueName(const std::string& s) {
+  return s.size() <= 63 && IsDns1123Subdomain(s);
+}
+
+// spec.runPolicy.schedulingPolicy, and the job's kueue.x-k8s.io/queue-name
+// label (Kueue's convention). After the replica specs: minAvailable is
+// bounded by the job's pods.
+void DecodeSchedulingPolicy(Decoder& d, const json& spec, DistributedJob& job) {
+  const std::string path = "spec.runPolicy.schedulingPolicy";
+  SchedulingPolicy& out = job.run_policy.scheduling_policy;
+  const json* run =
+      spec.contains("runPolicy") && spec["runPolicy"].is_object() ? &spec["runPolicy"] : nullptr;
+  if (const json* p =
+          run ? d.Object(*run, "schedulingPolicy", "spec.runPolicy", /*required=*/false) : nullptr) {
+    d.RejectUnknown(*p, path, {"queue", "priorityClass", "minAvailable", "scheduleTimeoutSeconds"});
+    if (auto q = d.String(*p, "queue", path)) {
+      if (IsQueueName(*q)) {
+        out.queue = *q;
+      } else {
+        d.Error(path + ".queue", "'" + *q +
+                                     "' is not a LocalQueue name: lower-case letters, digits, '-' and '.', "
+                                     "starting and ending with a letter or digit, at most 63 characters");
+      }
+    }
+    if (auto c = d.String(*p, "priorityClass", path)) {
+      if (IsDns1123Subdomain(*c)) {
+        out.priority_class = *c;
+      } else {
+        d.Error(path + ".priorityClass", "'" + *c + "' is not a PriorityClass name (a DNS-1123 subdomain)");
+      }
+    }
+    const int pods = job.TotalReplicas();
+    if (auto m = d.Integer(*p, "minAvailable", path, 1, INT32_MAX)) {
+      if (pods > 0 && *m > pods) {
+        d.Error(path + ".minAvailable",
+                "must be at most the job's " + std::to_string(pods) + " pods, got " + std::to_string(*m));
+      } else {
+        out.min_available = static_cast<int>(*m);
+      }
+    }
+    out.schedule_timeout_seconds = d.Integer(*p, "scheduleTimeoutSeconds", path, 1, INT64_MAX);
+  }
+  const json& labels = job.metadata.contains("labels") ? job.metadata["labels"] : json();
+  if (!labels.is_object() || !labels.contains(kKueueQueueLabel)) return;
+  const std::string label_path = std::string("metadata.labels.") + kKueueQueueLabel;
+  const json& label = labels[kKueueQueueLabel];
+  if (!label.is_string() || !IsQueueName(label.get<std::string>())) {
+    d.Error(label_path, "must name a LocalQueue (lower-case letters, digits, '-' and '.', at most 63), got " +
+                            label.dump());
+  } else if (out.queue.empty()) {
+    out.queue = label.get<std::string>();
+  } else if (out.queue != label.get<std::string>()) {
+    d.Error(path + ".queue", "'" + out.queue + "' disagrees with the job's label " + kKueueQueueLabel +
+                                 " ('" + label.get<std::string>() +
+                                 "'): give the queue once, or the same in both");
+  }
 }
 
 }  // namespace
@@ -424,6 +484,12 @@ int DistributedJob::Replicas(ReplicaType t) const {
   return s ? s->replicas : 0;
 }
 
+int DistributedJob::TotalReplicas() const {
+  int n = 0;
+  for (const auto& [type, spec] : replica_specs) n += spec.replicas;
+  return n;
+}
+
 LoadedJob DecodeJob(const json& obj) {
   Decoder d;
   LoadedJob out;
@@ -468,6 +534,7 @@ LoadedJob DecodeJob(const json& obj) {
     DecodeReplicaSpecs(d, *spec, job);
     DecodeCommunication(d, *spec, job.communication, job.key_secret_ref);
     DecodeRunPolicy(d, *spec, job.run_policy);
+    DecodeSchedulingPolicy(d, *spec, job);
     if (auto p = d.Enum<SuccessPolicy>(
             *spec, "successPolicy", "spec",
             {{"", SuccessPolicy::kDefault}, {"AllWorkers", SuccessPolicy::kAllWorkers}})) {

@@ -76,9 +76,19 @@ bool Succeeded(const DistributedJob& job, const std::map<ReplicaKey, const Repli
   return workers > 0 && done(ReplicaType::kWorker, 0);
 }
 
+// Whether the job waits for its queue: it has one, and none of its pods is
+// past the admission gate (a pod of an admitted job that is replaced waits
+// only a moment at the gate: the job stays admitted meanwhile).
+bool Queued(const DistributedJob& job, const std::vector<ReplicaObservation>& observed) {
+  if (job.run_policy.scheduling_policy.queue.empty()) return false;
+  return std::none_of(observed.begin(), observed.end(),
+                      [](const ReplicaObservation& o) { return !o.deleting && !o.gated; });
+}
+
 void Finish(Decision& d, ConditionType type, const std::string& reason, const std::string& message,
             int64_t now) {
-  SetExclusive(d.status, type, reason, message, now, {ConditionType::kRunning, ConditionType::kRestarting});
+  SetExclusive(d.status, type, reason, message, now,
+               {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting});
   d.status.completion_time = now;
   d.events.push_back({type == ConditionType::kFailed, reason, message});
 }
@@ -112,6 +122,8 @@ std::string_view ConditionTypeName(ConditionType t) {
   switch (t) {
     case ConditionType::kCreated:
       return "Created";
+    case ConditionType::kQueued:
+      return "Queued";
     case ConditionType::kRunning:
       return "Running";
     case ConditionType::kRestarting:
@@ -169,7 +181,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     }
     if (!s.Is(ConditionType::kSuspended)) {
       SetExclusive(s, ConditionType::kSuspended, "JobSuspended", "the job is suspended", now,
-                   {ConditionType::kRunning, ConditionType::kRestarting});
+                   {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting});
       d.events.push_back({false, "JobSuspended", "the job is suspended: its replicas are deleted"});
     }
     s.start_time.reset();  // the deadline counts from the resume, as for a batch Job
@@ -178,6 +190,36 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
   if (s.Is(ConditionType::kSuspended)) {
     SetCondition(s, ConditionType::kSuspended, false, "JobResumed", "the job is resumed", now);
     d.events.push_back({false, "JobResumed", "the job is resumed"});
+  }
+  // A queued job (its queue has not admitted it: no pod of it runs outside
+  // the admission gate yet) has not started: nothing to restart, no
+  // deadline running. Its missing pods are created, to wait gated.
+  if (Queued(job, observed)) {
+    if (!s.Is(ConditionType::kQueued)) {
+      const std::string why = "waiting for admission by LocalQueue " + job.run_policy.scheduling_policy.queue;
+      SetExclusive(s, ConditionType::kQueued, "WaitingForAdmission", why, now,
+                   {ConditionType::kRunning, ConditionType::kRestarting});
+      d.events.push_back({false, "Queued", why + ": its pods wait, gated, and start together once admitted"});
+    }
+    s.start_time.reset();  // the deadline counts from the admission
+    for (const auto& [type, spec] : job.replica_specs) {
+      for (int i = 0; i < spec.replicas; ++i) {
+        const ReplicaKey key{type, i};
+        const bool seen = std::any_of(observed.begin(), observed.end(),
+                                      [&](const ReplicaObservation& o) { return o.key == key; });
+        if (!seen) d.actions.push_back({ActionKind::kCreate, key});
+      }
+    }
+    for (const auto& o : observed) {
+      if (!o.deleting && o.key.index >= job.Replicas(o.key.type))
+        d.actions.push_back({ActionKind::kDelete, o.key});
+    }
+    return d;
+  }
+  if (s.Is(ConditionType::kQueued)) {
+    const std::string why = "admitted by LocalQueue " + job.run_policy.scheduling_policy.queue;
+    SetCondition(s, ConditionType::kQueued, false, "Admitted", why, now);
+    d.events.push_back({false, "Admitted", why + ": its pods start"});
   }
   if (!s.start_time) s.start_time = now;
 

@@ -62,6 +62,21 @@ inline std::string PodName(const std::string& job, const ReplicaKey& key) {
   return job + "-" + key.Name();
 }
 
+// The job's Kueue pod group: every pod of the job is one group, admitted and
+// preempted whole. The job's name and its uid (a job deleted and created
+// again under the same name is a new group: the old group's Workload may
+// still be there); at most 40 + 1 + 8 characters, within a label value's 63.
+inline std::string PodGroupName(const DistributedJob& job) {
+  std::string uid;
+  if (auto it = job.metadata.find("uid"); it != job.metadata.end() && it->is_string()) uid = *it;
+  std::string tag;
+  for (char c : uid) {
+    if (c != '-') tag += c;
+    if (tag.size() == 8) break;
+  }
+  return tag.empty() ? job.name : job.name + "-" + tag;
+}
+
 // "namespace/name", the work queue's key.
 inline std::string ObjectKey(const std::string& ns, const std::string& name) {
   return ns + "/" + name;

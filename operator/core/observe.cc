@@ -56,6 +56,10 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
       if (code != 0 && !first_nonzero) first_nonzero = code;
     }
   }
+  if (const auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    const auto gates = spec->find("schedulingGates");
+    o.gated = gates != spec->end() && gates->is_array() && !gates->empty();
+  }
   o.exit_code = first_nonzero.value_or(first_exit.value_or(0));
   if (o.phase == ReplicaPhase::kFailed && !first_nonzero && !first_exit) o.exit_code = 1;
   return o;

@@ -157,6 +157,16 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   meta["labels"][kLabelReplicaType] = std::string(ReplicaTypeLower(key.type));
   meta["labels"][kLabelReplicaIndex] = std::to_string(key.index);
   meta["ownerReferences"] = json::array({OwnerReference(job)});
+  const SchedulingPolicy& sched = job.run_policy.scheduling_policy;
+  if (!sched.queue.empty()) {
+    // Kueue's plain pod group: the queue, the group, and how many pods it
+    // has (Kueue makes the group's Workload once that many exist).
+    meta["labels"][kKueueQueueLabel] = sched.queue;
+    meta["labels"][kKueuePodGroupLabel] = PodGroupName(job);
+    if (!meta.contains("annotations") || !meta["annotations"].is_object())
+      meta["annotations"] = json::object();
+    meta["annotations"][kKueuePodGroupCountAnnotation] = std::to_string(job.TotalReplicas());
+  }
   pod["metadata"] = std::move(meta);
 
   json podspec =
@@ -164,6 +174,7 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   podspec["hostname"] = PodName(job.name, key);
   podspec["subdomain"] = job.name;
   podspec["restartPolicy"] = PodRestartPolicy(spec->restart_policy);
+  if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
   if (!podspec.contains("containers") || !podspec["containers"].is_array())
     podspec["containers"] = json::array();
   json& containers = podspec["containers"];

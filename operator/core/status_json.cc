@@ -8,8 +8,7 @@ namespace {
 using nlohmann::json;
 
 std::optional<ConditionType> ParseConditionType(const std::string& s) {
-  for (ConditionType t : {ConditionType::kCreated, ConditionType::kRunning, ConditionType::kRestarting,
-                          ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended}) {
+  for (ConditionType t : kAllConditionTypes) {
     if (ConditionTypeName(t) == s) return t;
   }
   return std::nullopt;
@@ -29,8 +28,9 @@ int IntField(const json& obj, const char* key) {
 }  // namespace
 
 std::string StateOf(const JobStatus& s) {
-  for (ConditionType t : {ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended,
-                          ConditionType::kRestarting, ConditionType::kRunning, ConditionType::kCreated}) {
+  for (ConditionType t :
+       {ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended, ConditionType::kQueued,
+        ConditionType::kRestarting, ConditionType::kRunning, ConditionType::kCreated}) {
     if (s.Is(t)) return std::string(ConditionTypeName(t));
   }
   return "";

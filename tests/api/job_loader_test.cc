@@ -196,6 +196,60 @@ TEST(LoadJobs, KeySecretRefNamesTheUsersSecretWithItemKeyDefaultingToKey) {
   EXPECT_EQ(*job->key_secret_ref, (KeySecretRef{"s", "Job_Key.v2"}));
 }
 
+TEST(LoadJobs, SchedulingPolicyWithTfJobsNamesOrKueuesLabel) {
+  auto job = LoadSingleJob(std::string(kHead) +
+                               "  runPolicy:\n    schedulingPolicy: {queue: team-a, priorityClass: high, "
+                               "minAvailable: 1, scheduleTimeoutSeconds: 60}\n  replicaSpecs:\n" +
+                               kWorker,
+                           "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->run_policy.scheduling_policy, (SchedulingPolicy{"team-a", "high", 1, 60}));
+  // Kueue's own convention: the queue as a label of the job.
+  job = LoadSingleJob(
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata:\n  name: j\n"
+      "  labels: {kueue.x-k8s.io/queue-name: team-b}\nspec:\n  replicaSpecs:\n" +
+          std::string(kWorker),
+      "job.yaml");
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  EXPECT_EQ(job->run_policy.scheduling_policy.queue, "team-b");
+  EXPECT_EQ(job->TotalReplicas(), 1);
+  // Without either: not queued.
+  job = LoadSingleJob(std::string(kHead) + "  replicaSpecs:\n" + kWorker, "job.yaml");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->run_policy.scheduling_policy, SchedulingPolicy{});
+}
+
+TEST(Validate, SchedulingPolicy) {
+  auto with = [](const std::string& policy) {
+    return std::string(kHead) + "  runPolicy:\n    schedulingPolicy: " + policy + "\n  replicaSpecs:\n" +
+           kWorker;
+  };
+  const std::string path = "spec.runPolicy.schedulingPolicy";
+  ExpectError(with("{queue: Team_A}"), "job.yaml:7:31: " + path + ".queue",
+              "'Team_A' is not a LocalQueue name");
+  ExpectError(with("{queue: " + std::string(64, 'q') + "}"), path + ".queue", "at most 63 characters");
+  ExpectError(with("{priorityClass: 'High Priority'}"), path + ".priorityClass",
+              "is not a PriorityClass name");
+  ExpectError(with("{minAvailable: 0}"), path + ".minAvailable", "must be between 1 and");
+  ExpectError(with("{minAvailable: 2}"), path + ".minAvailable", "must be at most the job's 1 pods, got 2");
+  ExpectError(with("{scheduleTimeoutSeconds: 0}"), path + ".scheduleTimeoutSeconds", "must be >= 1");
+  ExpectError(with("{queues: a}"), path + ".queues", "unknown field, expected one of: queue, priorityClass");
+  ExpectError(with("[]"), path, "must be an object");
+  const std::string labelled =
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata:\n  name: j\n"
+      "  labels: {kueue.x-k8s.io/queue-name: LABEL}\nspec:\n  runPolicy:\n    schedulingPolicy: {queue: "
+      "team-a}\n"
+      "  replicaSpecs:\n" +
+      std::string(kWorker);
+  auto label = [&](const std::string& v) {
+    return labelled.substr(0, labelled.find("LABEL")) + v + labelled.substr(labelled.find("LABEL") + 5);
+  };
+  ExpectError(label("team-b"), path + ".queue",
+              "'team-a' disagrees with the job's label kueue.x-k8s.io/queue-name ('team-b')");
+  ExpectError(label("Bad_Queue"), "metadata.labels.kueue.x-k8s.io/queue-name", "must name a LocalQueue");
+  EXPECT_TRUE(ErrorsOf(label("team-a")).empty());  // the same in both: fine
+}
+
 TEST(Validate, KeySecretRef) {
   auto with = [](const std::string& ref) {
     return std::string(kHead) + "  communication:\n    keySecretRef: " + ref + "\n  replicaSpecs:\n" +

@@ -10,7 +10,7 @@
 //   update <fields>  the job changed (suspend, scale)
 //   step t=N         one reconcile at N seconds, with the replicas observed
 //                    one per input line: "<type>-<index> <Phase> [exit=N]
-//                    [restarts=N] [deleting]"; `ringmaster run` takes no
+//                    [restarts=N] [deleting] [gated]"; `ringmaster run` takes no
 //                    step after the one that ends its run
 //
 // RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the files with what the code says.
@@ -125,6 +125,8 @@ ReplicaObservation ParseObservation(const TranscriptCase& c, const std::string& 
       o.restarts = std::stoi(w.substr(9));
     } else if (w == "deleting") {
       o.deleting = true;
+    } else if (w == "gated") {
+      o.gated = true;
     } else {
       ADD_FAILURE() << c.Where() << ": unknown word " << w;
     }
@@ -166,6 +168,7 @@ json PodOf(const DistributedJob& job, const ReplicaObservation& o) {
   }
   pod["status"]["containerStatuses"] = json::array({cs});
   if (o.deleting) pod["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  if (o.gated) pod["spec"] = {{"schedulingGates", json::array({{{"name", kKueueAdmissionGate}}})}};
   return pod;
 }
 

@@ -80,6 +80,43 @@ TEST(PodBuilder, NamesLabelsOwnerAndStableDns) {
   EXPECT_EQ(pod["spec"]["containers"][0]["image"], "ghcr.io/ringmaster/worker:0.1.0");
 }
 
+TEST(PodBuilder, AQueuedJobIsOneKueuePodGroupWithItsPriority) {
+  json obj = testing::QuickstartObject();
+  obj["spec"]["runPolicy"]["schedulingPolicy"] = {{"queue", "team-a"}, {"priorityClass", "high"}};
+  const DistributedJob job = Decode(obj);
+  for (const ReplicaKey key : {ReplicaKey{ReplicaType::kChief, 0}, ReplicaKey{ReplicaType::kWorker, 1}}) {
+    auto built = BuildPod(job, key, {});
+    ASSERT_TRUE(built.ok());
+    const json& meta = built->pod["metadata"];
+    EXPECT_EQ(meta["labels"][kKueueQueueLabel], "team-a");
+    // The job and its uid: a job made again under the same name is a new group.
+    EXPECT_EQ(meta["labels"][kKueuePodGroupLabel], "quickstart-uid1234");
+    EXPECT_EQ(meta["annotations"][kKueuePodGroupCountAnnotation], "3");  // every pod of the job
+    EXPECT_EQ(built->pod["spec"]["priorityClassName"], "high");
+  }
+  // Not queued: none of Kueue's names, and the template's priority kept.
+  obj = testing::QuickstartObject();
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = "mine";
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  EXPECT_FALSE(built->pod["metadata"]["labels"].contains(kKueueQueueLabel));
+  EXPECT_FALSE(built->pod["metadata"]["labels"].contains(kKueuePodGroupLabel));
+  EXPECT_EQ(built->pod["spec"]["priorityClassName"], "mine");
+}
+
+TEST(Observe, AGatedPodWaitsForAdmission) {
+  json pod = {{"metadata", {{"labels", {{kLabelReplicaType, "worker"}, {kLabelReplicaIndex, "0"}}}}},
+              {"spec", {{"schedulingGates", json::array({{{"name", kKueueAdmissionGate}}})}}},
+              {"status", {{"phase", "Pending"}}}};
+  auto o = ObservePod(pod);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_TRUE(o->gated);
+  pod["spec"]["schedulingGates"] = json::array();  // admitted: Kueue removed the gate
+  EXPECT_FALSE(ObservePod(pod)->gated);
+  pod["spec"].erase("schedulingGates");
+  EXPECT_FALSE(ObservePod(pod)->gated);
+}
+
 TEST(PodBuilder, CommunicationEnvAndPortInEveryContainer) {
   json obj = testing::QuickstartObject();
   obj["spec"]["communication"] = {{"implementation", "RING"}, {"bytesPerPack", 4096}, {"timeoutSeconds", 30}};

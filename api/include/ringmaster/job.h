@@ -51,12 +51,39 @@ struct ReplicaSpec {
   nlohmann::json pod_template = nlohmann::json::object();
 };
 
+// Kueue's names, on pods and on the job (sigs.k8s.io/kueue, plain pod groups).
+inline constexpr char kKueueQueueLabel[] = "kueue.x-k8s.io/queue-name";
+inline constexpr char kKueuePodGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
+inline constexpr char kKueuePodGroupCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
+inline constexpr char kKueueAdmissionGate[] = "kueue.x-k8s.io/admission";
+
+// spec.runPolicy.schedulingPolicy, with TFJob's names: where the job waits
+// for admission on a shared cluster and how it is placed. A queue makes
+// every pod of the job one Kueue pod group, admitted (and preempted) whole.
+struct SchedulingPolicy {
+  // A Kueue LocalQueue in the job's namespace; "" when the job is not queued.
+  // Also taken from the job's own kueue.x-k8s.io/queue-name label (Kueue's
+  // convention for its integrations); the two may not disagree.
+  std::string queue;
+  // A PriorityClass: every pod's priorityClassName (Kueue orders and
+  // preempts by it).
+  std::string priority_class;
+  // How many pods must be placed together (the gang's size, a native
+  // PodGroup's minCount); nullopt: all of the job's pods.
+  std::optional<int> min_available;
+  // How long the gang may wait to be placed, once admitted; nullopt: no bound.
+  std::optional<int64_t> schedule_timeout_seconds;
+
+  bool operator==(const SchedulingPolicy&) const = default;
+};
+
 struct RunPolicy {
   std::optional<int> backoff_limit;  // nullopt: no limit on restarts
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   bool suspend = false;
+  SchedulingPolicy scheduling_policy;
 };
 
 // spec.communication.keySecretRef: the user's own Secret holding the job's
@@ -84,6 +111,7 @@ struct DistributedJob {
 
   const ReplicaSpec* Find(ReplicaType t) const;
   int Replicas(ReplicaType t) const;  // 0 when the type is absent
+  int TotalReplicas() const;          // every pod of the job, all types
 };
 
 // One problem found in a document: the field path ("spec.replicaSpecs.Worker

@@ -32,9 +32,15 @@ struct ReplicaObservation {
   int exit_code = 0;      // of the last exit; 128+N for a signal N
   int restarts = 0;       // restarts done in place (kubelet's restartCount)
   bool deleting = false;  // already on its way out: nothing more to do
+  // Held back from scheduling by a gate (Kueue's admission gate): it waits
+  // for its queue to admit the job.
+  bool gated = false;
 };
 
-enum class ConditionType { kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
+enum class ConditionType { kCreated, kQueued, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
+inline constexpr ConditionType kAllConditionTypes[] = {
+    ConditionType::kCreated,   ConditionType::kQueued, ConditionType::kRunning,  ConditionType::kRestarting,
+    ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended};
 std::string_view ConditionTypeName(ConditionType t);
 
 struct Condition {
