@@ -142,8 +142,7 @@ void Controller::Resync() {
 
 void Controller::UpdateJobGauge() {
   std::map<std::string, double> by_state;
-  for (const char* s : {"Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"})
-    by_state[s] = 0;
+  for (ConditionType t : kAllConditionTypes) by_state[std::string(ConditionTypeName(t))] = 0;
   for (auto& inf : job_informers_) {
     inf->ForEach([&](const json& job) {
       std::string state;
