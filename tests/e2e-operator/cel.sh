@@ -57,10 +57,14 @@ done
 expect_eq "conditions list type" \
   "$(k get crd distributedjobs.ringmaster.io -o 'jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.conditions.x-kubernetes-list-type}')" map
 job_yaml shown 1 Never | k -n "$NS" apply -f - >/dev/null || fail "cannot create a job"
-header=$(k -n "$NS" get djob shown | head -1)
+# The first line of the whole output, not `| head -1`: under pipefail
+# kubectl's SIGPIPE, when head has gone, ended the script without a word.
+header=$(k -n "$NS" get djob shown) || fail "kubectl get djob failed"
+header=${header%%$'\n'*}
 for col in STATE WORKERS RESTARTS STARTED FINISHED AGE; do
   grep -qw "$col" <<<"$header" || fail "kubectl get djob has no $col column: $header"
 done
 grep -qw REASON <<<"$header" && fail "REASON is shown without -o wide: $header"
-grep -qw REASON <<<"$(k -n "$NS" get djob shown -o wide | head -1)" || fail "kubectl get djob -o wide has no REASON column"
+wide=$(k -n "$NS" get djob shown -o wide) || fail "kubectl get djob -o wide failed"
+grep -qw REASON <<<"${wide%%$'\n'*}" || fail "kubectl get djob -o wide has no REASON column"
 pass "kubectl explain answers from the CRD's descriptions; kubectl get shows restarts, start, finish (reason with -o wide)"
