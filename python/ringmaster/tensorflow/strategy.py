@@ -139,6 +139,8 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         as TensorFlow's CollectiveAllReduce returns it (Mirrored, or the
         value itself for one device)."""
         if _cdo._devices_match(per_replica, destinations, self._canonicalize_devices):  # noqa: SLF001
+            if len(self._devices) == 1:
+                return result  # where the value was: TensorFlow's ops return it as it is too
             devices = self._devices
         else:
             devices = _cdo.get_devices_from(destinations, self._canonicalize_devices)
