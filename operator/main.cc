@@ -124,6 +124,16 @@ int main(int argc, char** argv) {
   options.resync = std::chrono::seconds(flags->resync_seconds);
   options.build.cluster_domain = flags->cluster_domain;
   options.build.network_policy = flags->network_policy;
+  if (flags->gang_scheduling == "auto") {
+    // Once, at start: an API server upgraded underneath is seen at the next
+    // start, as a restarted operator sees a new CRD version.
+    auto group = (*client)->Request("GET", "/apis/scheduling.k8s.io");
+    if (group.ok() && group->ok()) options.build.gang_api = GangApiFromDiscovery(group->body);
+    if (!group.ok() || (!group->ok() && group->code != 404)) {
+      LogWarning("cannot ask discovery for the Workload API: no native gang scheduling",
+                 {{"error", group.ok() ? group->Message() : group.status().ToString()}});
+    }
+  }
   Controller controller(**client, **events_client, metrics, options);
   std::atomic<bool> leading{false};
 
@@ -153,7 +163,8 @@ int main(int argc, char** argv) {
                        {"workers", flags->workers},
                        {"namespaces", flags->namespaces},
                        {"leader_elect", flags->leader_elect},
-                       {"network_policy", flags->network_policy}});
+                       {"network_policy", flags->network_policy},
+                       {"gang_scheduling", std::string(GangApiName(options.build.gang_api))}});
 
   int rc = 0;
   if (flags->leader_elect) {

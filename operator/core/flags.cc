@@ -61,6 +61,11 @@ StatusOr<OperatorFlags> ParseOperatorFlags(const std::vector<std::string>& args)
                "a NetworkPolicy per job: ingress to its pods only from its own pods "
                "(enforced only by a network plugin that implements it)")
       ->group("Work");
+  app.add_option("--gang-scheduling", f.gang_scheduling,
+                 "auto: a job without a queue is gang-scheduled by Kubernetes' Workload API "
+                 "(scheduling.k8s.io) when the API server serves it; off: never")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->group("Work");
 
   int lease = Seconds(f.leader.lease_duration), renew = Seconds(f.leader.renew_deadline),
       retry = Seconds(f.leader.retry_period);

@@ -29,6 +29,9 @@ struct OperatorFlags {
   int burst = 1000;
   bool leader_elect = true;
   bool network_policy = false;
+  // Kubernetes' Workload API for jobs without a queue (gang.h): used when
+  // discovery finds it ("auto"), never ("off").
+  std::string gang_scheduling = "auto";
   LeaderOptions leader;  // identity empty: main.cc makes hostname_pid
   std::string metrics_address = ":8080";
   std::string probe_address = ":8081";  // controller-runtime's ports: metrics 8080, probes 8081

@@ -175,6 +175,7 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   podspec["subdomain"] = job.name;
   podspec["restartPolicy"] = PodRestartPolicy(spec->restart_policy);
   if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
+  AddGangReference(job, opts.gang_api, podspec);
   if (!podspec.contains("containers") || !podspec["containers"].is_array())
     podspec["containers"] = json::array();
   json& containers = podspec["containers"];

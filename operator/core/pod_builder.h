@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gang.h"
 #include "ringmaster/job.h"
 #include "ringmaster/job_state.h"
 
@@ -18,6 +19,9 @@ struct BuildOptions {
   // --network-policy: a NetworkPolicy per job admitting ingress to its pods
   // only from its own pods.
   bool network_policy = false;
+  // The Workload API the API server serves (discovery at start): a job that
+  // is not queued is gang-scheduled by it (gang.h).
+  GangApi gang_api = GangApi::kNone;
 };
 
 struct BuiltPod {

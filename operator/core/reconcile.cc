@@ -105,6 +105,8 @@ std::string_view ApiActionKindName(ApiActionKind kind) {
       return "create-key-secret";
     case ApiActionKind::kCreateNetworkPolicy:
       return "create-network-policy";
+    case ApiActionKind::kCreateGangObject:
+      return "create-gang-object";
     case ApiActionKind::kCreatePod:
       return "create-pod";
     case ApiActionKind::kDeletePod:
@@ -190,6 +192,11 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     if (opts.network_policy) {
       prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
                                BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
+    }
+    // The gang the pods point at (the scheduler holds them until it exists).
+    for (json& object : BuildGangObjects(job, opts.gang_api)) {
+      const std::string reason = "SuccessfulCreate" + object.value("kind", std::string());
+      prerequisites.push_back({ApiActionKind::kCreateGangObject, job.name, std::move(object), reason});
     }
   }
   for (const Action& a : d.actions) {

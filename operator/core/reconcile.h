@@ -27,6 +27,7 @@ enum class ApiActionKind {
   kCreateService,
   kCreateKeySecret,
   kCreateNetworkPolicy,
+  kCreateGangObject,  // a Workload or PodGroup of Kubernetes' gang scheduling (gang.h)
   kCreatePod,
   kDeletePod,
   kDeleteJob

@@ -267,6 +267,11 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         ok &= CreateOwned(job, "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", a,
                           a.object, "NetworkPolicy", "FailedCreateNetworkPolicy");
         break;
+      case ApiActionKind::kCreateGangObject: {
+        const std::string kind = a.object.value("kind", std::string("Workload"));
+        ok &= CreateOwned(job, GangCollectionPath(a.object, ns), a, a.object, kind, "FailedCreate" + kind);
+        break;
+      }
       case ApiActionKind::kCreateService:
         batched.push_back(&a);
         calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/services", &a.object});

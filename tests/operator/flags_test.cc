@@ -61,8 +61,8 @@ TEST_F(OperatorFlagsTest, SpaceAndEqualsSpellingsAgree) {
 }
 
 TEST_F(OperatorFlagsTest, AFlagGivenTwiceTakesItsLastValue) {
-  auto f = ParseOperatorFlags({"--leader-election-namespace", "a", "--workers=2", "--leader-election-namespace=b",
-                               "--workers", "5"});
+  auto f = ParseOperatorFlags(
+      {"--leader-election-namespace", "a", "--workers=2", "--leader-election-namespace=b", "--workers", "5"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_EQ(f->leader.namespace_, "b");
   EXPECT_EQ(f->workers, 5);
@@ -78,6 +78,15 @@ TEST_F(OperatorFlagsTest, BooleansTakeTheBareFormAndExplicitValues) {
   EXPECT_TRUE(f->leader_elect);
   EXPECT_FALSE(f->network_policy);
   EXPECT_NE(Error({"--leader-elect=maybe"}).find("--leader-elect"), std::string::npos);
+}
+
+TEST_F(OperatorFlagsTest, GangSchedulingIsAutoUnlessTurnedOff) {
+  auto f = ParseOperatorFlags({});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->gang_scheduling, "auto");
+  f = ParseOperatorFlags({"--gang-scheduling=off"});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  EXPECT_EQ(f->gang_scheduling, "off");
 }
 
 TEST_F(OperatorFlagsTest, NamespacesAreCommaSeparatedOrRepeated) {
@@ -110,6 +119,7 @@ TEST_F(OperatorFlagsTest, ErrorsNameTheFlag) {
   EXPECT_NE(Error({"--workers=300"}).find("--workers"), std::string::npos);
   EXPECT_NE(Error({"--qps=fast"}).find("--qps"), std::string::npos);
   EXPECT_NE(Error({"--log-level=loud"}).find("--log-level"), std::string::npos);
+  EXPECT_NE(Error({"--gang-scheduling=maybe"}).find("--gang-scheduling"), std::string::npos);
   EXPECT_NE(Error({"--kubeconfig"}).find("--kubeconfig"), std::string::npos);
   EXPECT_NE(Error({"--frobnicate"}).find("--frobnicate"), std::string::npos);
   EXPECT_NE(Error({"stray"}).find("stray"), std::string::npos);
@@ -121,9 +131,10 @@ TEST_F(OperatorFlagsTest, ErrorsNameTheFlag) {
 TEST_F(OperatorFlagsTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
   auto f = ParseOperatorFlags({"--workers=3", "--help"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
-  for (const char* s : {"--kubeconfig", "--namespace", "--workers", "RINGMASTER_WORKERS", "--leader-elect",
-                        "--leader-election-namespace", "POD_NAMESPACE", "--metrics-address",
-                        "--health-probe-address", "--log-level", "--network-policy", "Leader election"}) {
+  for (const char* s :
+       {"--kubeconfig", "--namespace", "--workers", "RINGMASTER_WORKERS", "--leader-elect",
+        "--leader-election-namespace", "POD_NAMESPACE", "--metrics-address", "--health-probe-address",
+        "--log-level", "--network-policy", "--gang-scheduling", "Leader election"}) {
     EXPECT_NE(f->help.find(s), std::string::npos) << s << "\n" << f->help;
   }
 }

@@ -81,6 +81,12 @@ never replaced; the garbage collector deletes it with its job). */}}
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create", "get"]
+{{- /* Kubernetes' gang scheduling (--gang-scheduling auto, where the API server
+serves scheduling.k8s.io's Workload API): a job's Workload and PodGroup,
+created before its pods and read back only on AlreadyExists, as the key. */}}
+- apiGroups: ["scheduling.k8s.io"]
+  resources: ["workloads", "podgroups"]
+  verbs: ["create", "get"]
 {{- if .Values.networkPolicy.enabled }}
 {{- /* Only with networkPolicy.enabled (--network-policy). */}}
 - apiGroups: ["networking.k8s.io"]
