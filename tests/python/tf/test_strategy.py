@@ -5,9 +5,7 @@ differs, 3 ranks each; the results must be TensorFlow's. Then the failures
 `ringmaster run`."""
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from group import base_env, run_group
+from group import base_env, ringmaster_run, run_group
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "strategy_worker.py"
-REPO = HERE.parents[2]
 
 EXACT = ["documented_eager", "documented_function", "plain_reduce", "mean_axis0", "sum_axis0", "gather_axis0",
          "all_gather_axis1", "int_sum"]
@@ -109,20 +106,7 @@ def test_strategy_killed_worker_gives_unavailable(op_library, outdir):
 
 def test_strategy_example_job_under_ringmaster_run(op_library):
     """examples/mwms/job.yaml: a custom loop under our strategy, 3 replicas."""
-    cli = os.environ.get("RINGMASTER_CLI") or str(REPO / "build" / "bin" / "ringmaster")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.pop("RINGMASTER_PYTHON", None)
-    env.pop("TF_CONFIG", None)
-    p = subprocess.Popen([cli, "run", "examples/mwms/job.yaml"], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=400)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        raise AssertionError(f"ringmaster run did not finish in 400 s:\n{out[-6000:]}")
-    assert p.returncode == 0, f"ringmaster run exited {p.returncode}:\n{out[-6000:]}"
+    out = ringmaster_run("examples/mwms/job.yaml", timeout=400)
     shas = re.findall(r"^\[(chief-0|worker-0|worker-1)\] rank (\d): weights sha256 ([0-9a-f]{64})$", out, re.M)
     assert sorted(r for _, r, _ in shas) == ["0", "1", "2"], out[-6000:]
     assert len({s for _, _, s in shas}) == 1, f"weights differ between ranks: {shas}"
