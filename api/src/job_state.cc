@@ -85,6 +85,14 @@ bool Queued(const DistributedJob& job, const std::vector<ReplicaObservation>& ob
                       [](const ReplicaObservation& o) { return !o.deleting && !o.gated; });
 }
 
+// Replicas the job no longer wants (scaled down, or a type removed).
+void DeleteUnwanted(const DistributedJob& job, const std::vector<ReplicaObservation>& observed, Decision& d) {
+  for (const auto& o : observed) {
+    if (!o.deleting && o.key.index >= job.Replicas(o.key.type))
+      d.actions.push_back({ActionKind::kDelete, o.key});
+  }
+}
+
 void Finish(Decision& d, ConditionType type, const std::string& reason, const std::string& message,
             int64_t now) {
   SetExclusive(d.status, type, reason, message, now,
@@ -210,10 +218,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
         if (!seen) d.actions.push_back({ActionKind::kCreate, key});
       }
     }
-    for (const auto& o : observed) {
-      if (!o.deleting && o.key.index >= job.Replicas(o.key.type))
-        d.actions.push_back({ActionKind::kDelete, o.key});
-    }
+    DeleteUnwanted(job, observed, d);
     return d;
   }
   if (s.Is(ConditionType::kQueued)) {
@@ -316,11 +321,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     all_running = false;
   }
 
-  // Replicas the job no longer wants (scaled down, or a type removed).
-  for (const auto& o : observed) {
-    if (!o.deleting && o.key.index >= job.Replicas(o.key.type))
-      d.actions.push_back({ActionKind::kDelete, o.key});
-  }
+  DeleteUnwanted(job, observed, d);
 
   if (all_running && restarts_wanted.empty() && !s.Is(ConditionType::kRunning)) {
     SetExclusive(s, ConditionType::kRunning, "JobRunning", "DistributedJob " + job.name + " is running", now,
