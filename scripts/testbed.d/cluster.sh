@@ -111,6 +111,7 @@ EOU
 
 teardown() {
   [ -f "$RUN_DIR/peer/pids/training-operator" ] && peer_down || true
+  { [ -e "$RUN_DIR/kueue" ] || [ -f "$RUN_DIR/pids/kueue" ]; } && kueue_down || true
   # The clients first, then the API server, etcd last.
   kwok_down
   controllers_down
@@ -178,10 +179,10 @@ cmd_status() {
   local c ok=0
   if [ ! -e "$RUN_DIR" ]; then echo "testbed: down"; return 1; fi
   load_ports || true
-  for c in $(components_up) training-operator; do
+  for c in $(components_up) training-operator kueue; do
     if is_ours "$c"; then echo "  $c: running (pid $(recorded_pid "$c"))"
     elif [ -f "$RUN_DIR/pids/$c" ]; then echo "  $c: DEAD"; ok=1
-    elif [ "$c" != training-operator ]; then echo "  $c: not started"; ok=1
+    elif [ "$c" != training-operator ] && [ "$c" != kueue ]; then echo "  $c: not started"; ok=1
     fi
   done
   KUBECTL="$(component_dir kubernetes)/kubectl"
