@@ -111,7 +111,7 @@ EOU
 
 teardown() {
   [ -f "$RUN_DIR/peer/pids/training-operator" ] && peer_down || true
-  { [ -e "$RUN_DIR/kueue" ] || [ -f "$RUN_DIR/pids/kueue" ]; } && kueue_down || true
+  { [ -e "$RUN_DIR/kueue" ] || [ -f "$RUN_DIR/pids/kueue" ]; } && kueue_down teardown || true
   # The clients first, then the API server, etcd last.
   kwok_down
   controllers_down

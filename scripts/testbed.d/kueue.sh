@@ -343,12 +343,15 @@ spec:
 EOF
 }
 
-# kueue_down: stop Kueue and remove all of it from the testbed: its webhook
-# registrations first (so nothing waits on it any more), then the process,
-# Kueue's finalizer on pods, every object of its CRDs (finalizers dropped)
-# and the CRDs. Works with Kueue crashed, and is safe to repeat.
+# kueue_down [teardown]: stop Kueue and remove all of it from the testbed:
+# its webhook registrations first (so nothing waits on it any more), then
+# the process, Kueue's finalizer on pods, every object of its CRDs
+# (finalizers dropped) and the CRDs. Works with Kueue crashed, and is safe
+# to repeat. With "teardown" (the testbed's own down, which removes etcd's
+# data anyway) the CRDs and their objects are left to go with it; the pods'
+# finalizers are still removed, so that the real node's pods can go.
 kueue_down() {
-  local kdir; kdir=$(kueue_dir)
+  local mode=${1:-} kdir; kdir=$(kueue_dir)
   [ -e "$kdir" ] || [ -f "$RUN_DIR/pids/kueue" ] || return 0
   KUBECTL="$(component_dir kubernetes)/kubectl"
   local api=1
@@ -361,7 +364,6 @@ kueue_down() {
   fi
   stop kueue
   if [ $api = 1 ]; then
-    local crd
     # Pods keep Kueue's finalizer until Kueue removes it: remove it here, or
     # their deletion would wait forever.
     kctl get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.name} {.metadata.finalizers}{"\n"}{end}' 2>/dev/null |
@@ -369,18 +371,22 @@ kueue_down() {
         kueue_drop_finalizer "$ns" "$name" ||
           log "kueue: down: could not remove $KUEUE_FINALIZER from pod $ns/$name"
       done || true
+    [ "$mode" != teardown ] || { rm -rf "$kdir"; return 0; }
     # Kueue's objects carry its finalizers: drop them, then the CRDs (which
     # delete what is left).
-    for crd in $(kctl get crd -o name 2>/dev/null | sed -n 's#^customresourcedefinition.apiextensions.k8s.io/\(.*\.kueue\.x-k8s\.io\)$#\1#p'); do
-      kctl get "$crd" -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.finalizers}{"\n"}{end}' 2>/dev/null |
-        while read -r obj fin; do
+    local crds
+    crds=$(kctl get crd -o name 2>/dev/null | sed -n 's#^customresourcedefinition.apiextensions.k8s.io/\(.*\.kueue\.x-k8s\.io\)$#\1#p' | paste -sd, -)
+    if [ -n "$crds" ]; then
+      kctl get "$crds" -A -o jsonpath='{range .items[*]}{.kind} {.metadata.namespace}/{.metadata.name} {.metadata.finalizers}{"\n"}{end}' 2>/dev/null |
+        while read -r kind obj fin; do
           [ -n "$fin" ] || continue
-          if [ "${obj%%/*}" ]; then set -- -n "${obj%%/*}"; else set --; fi
-          kctl "$@" patch "$crd" "${obj#*/}" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 ||
-            log "kueue: down: could not remove the finalizers of $crd $obj"
+          if [ -n "${obj%%/*}" ]; then set -- -n "${obj%%/*}"; else set --; fi
+          kctl "$@" patch "${kind,,}.kueue.x-k8s.io" "${obj#*/}" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 ||
+            log "kueue: down: could not remove the finalizers of $kind $obj"
         done || true
-      kctl delete crd "$crd" --wait=false >/dev/null 2>&1 || log "kueue: down: deleting the CRD $crd failed"
-    done
+      # shellcheck disable=SC2086  # one name per CRD
+      kctl delete crd ${crds//,/ } --wait=false >/dev/null 2>&1 || log "kueue: down: deleting Kueue's CRDs failed"
+    fi
     local deadline=$(( $(now_ms) + 60000 ))
     while kctl get crd -o name 2>/dev/null | grep -q '\.kueue\.x-k8s\.io$'; do
       [ "$(now_ms)" -lt "$deadline" ] || { log "kueue: down: Kueue's CRDs are still there after 60s"; break; }
