@@ -148,7 +148,7 @@ kueue_ready() { curl -fsS --max-time 2 "http://127.0.0.1:$KUEUE_HEALTH_PORT/read
 # comes back gated (the API server picks up a new webhook configuration a
 # moment after it is created).
 kueue_webhook_in_force() {
-  kctl -n "$1" create --dry-run=server -o jsonpath='{.spec.schedulingGates[*].name}' -f - <<EOF | grep -qw kueue.x-k8s.io/admission
+  kctl -n "$1" create --dry-run=server -o jsonpath='{.spec.schedulingGates[*].name}' -f - <<EOF | grep -w kueue.x-k8s.io/admission >/dev/null
 apiVersion: v1
 kind: Pod
 metadata:
@@ -388,7 +388,9 @@ kueue_down() {
       kctl delete crd ${crds//,/ } --wait=false >/dev/null 2>&1 || log "kueue: down: deleting Kueue's CRDs failed"
     fi
     local deadline=$(( $(now_ms) + 60000 ))
-    while kctl get crd -o name 2>/dev/null | grep -q '\.kueue\.x-k8s\.io$'; do
+    # grep without -q: it reads to the end, so kubectl never dies of SIGPIPE,
+    # which under pipefail would end the wait at once with the CRDs still there.
+    while kctl get crd -o name 2>/dev/null | grep '\.kueue\.x-k8s\.io$' >/dev/null; do
       [ "$(now_ms)" -lt "$deadline" ] || { log "kueue: down: Kueue's CRDs are still there after 60s"; break; }
       sleep 0.2
     done
