@@ -1,5 +1,6 @@
 #include "gang.h"
 
+#include "names.h"
 #include "pod_builder.h"
 
 namespace ringmaster::op {
@@ -19,7 +20,7 @@ int MinCount(const DistributedJob& job) {
 json Metadata(const DistributedJob& job) {
   return {{"name", job.name},
           {"namespace", JobNamespace(job)},
-          {"labels", {{"ringmaster.io/job-name", job.name}}},
+          {"labels", {{kLabelJobName, job.name}}},
           {"ownerReferences", json::array({OwnerReference(job)})}};
 }
 
