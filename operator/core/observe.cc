@@ -30,6 +30,16 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
   o.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   const json empty = json::object();
   const json& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
+  // Kueue stops a preempted or evicted group's pods: it marks them, then
+  // deletes them. Marked, a pod is already on its way out, and its exit is
+  // no failure of the job.
+  if (auto conds = status.find("conditions"); conds != status.end() && conds->is_array()) {
+    for (const auto& c : *conds) {
+      if (c.is_object() && c.value("type", "") == kKueueTerminationTargetCondition &&
+          c.value("status", "") == "True")
+        o.deleting = true;
+    }
+  }
   const std::string phase = status.value("phase", "Pending");
   if (phase == "Running") {
     o.phase = ReplicaPhase::kRunning;

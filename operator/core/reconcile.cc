@@ -21,7 +21,7 @@ int64_t Generation(const json& job) {
 // The plan's order (see Plan): the status first when anything is deleted,
 // else last; the events right after a first status write, else first.
 void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
-           std::vector<ApiAction> deletions) {
+           std::vector<ApiAction> patches, std::vector<ApiAction> deletions) {
   const bool status_first = plan.status && !deletions.empty();
   auto add = [&plan](std::vector<ApiAction> actions, OnFailure on_failure) {
     if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
@@ -31,6 +31,7 @@ void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiActi
   if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
   add(std::move(prerequisites), OnFailure::kNoNewPods);
   add(std::move(creations), OnFailure::kContinue);
+  add(std::move(patches), OnFailure::kContinue);
   add(std::move(deletions), OnFailure::kContinue);
   if (plan.status && !status_first) add(write_status, OnFailure::kStop);
 }
@@ -47,7 +48,7 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
     plan.status = StatusToJson(status, Generation(job_obj));
   }
   plan.state = StateOf(status);
-  Order(plan, {}, {}, {});
+  Order(plan, {}, {}, {}, {});
   return plan;
 }
 
@@ -91,6 +92,46 @@ void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaE
   d.events.push_back({true, "TerminationMessage", verdict});
 }
 
+bool HasFinalizer(const json& pod, std::string_view finalizer) {
+  const json& meta = pod["metadata"];
+  auto it = meta.find("finalizers");
+  if (it == meta.end() || !it->is_array()) return false;
+  return std::any_of(it->begin(), it->end(), [&](const json& f) { return f.is_string() && f == finalizer; });
+}
+
+// Kueue's hold on the job's pods (job.h has the names and why). A pod on its
+// way out loses Kueue's finalizer: Kueue keeps a deleted pod of an admitted
+// group until its replacement exists, and the replacement, under the same
+// name, cannot exist before the pod is gone. Once the job has ended, each
+// pod of its group is marked not retriable, so Kueue finishes the group and
+// releases its quota as soon as no pod of it runs, whatever cleanPodPolicy
+// keeps.
+std::vector<ApiAction> KueuePatches(const std::vector<const json*>& pods, bool finished) {
+  std::vector<ApiAction> out;
+  for (const json* pod : pods) {
+    const json& meta = (*pod)["metadata"];
+    const std::string name = MetadataString(*pod, "name");
+    const bool deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+    if (deleting) {
+      if (HasFinalizer(*pod, kKueueFinalizer)) {
+        json patch = {
+            {"metadata", {{"$deleteFromPrimitiveList/finalizers", json::array({kKueueFinalizer})}}}};
+        out.push_back({ApiActionKind::kPatchPod, name, std::move(patch), "DroppedKueueFinalizer"});
+      }
+      continue;
+    }
+    const bool grouped =
+        meta.contains("labels") && meta["labels"].is_object() && meta["labels"].contains(kKueuePodGroupLabel);
+    if (!finished || !grouped) continue;
+    const json annotations = meta.value("annotations", json::object());
+    if (annotations.is_object() && annotations.value(kKueueRetriableInGroupAnnotation, "") == "false")
+      continue;
+    json patch = {{"metadata", {{"annotations", {{kKueueRetriableInGroupAnnotation, "false"}}}}}};
+    out.push_back({ApiActionKind::kPatchPod, name, std::move(patch), "FinishedKueueGroup"});
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view ApiActionKindName(ApiActionKind kind) {
@@ -109,6 +150,8 @@ std::string_view ApiActionKindName(ApiActionKind kind) {
       return "create-gang-object";
     case ApiActionKind::kCreatePod:
       return "create-pod";
+    case ApiActionKind::kPatchPod:
+      return "patch-pod";
     case ApiActionKind::kDeletePod:
       return "delete-pod";
     case ApiActionKind::kDeleteJob:
@@ -129,6 +172,14 @@ std::string_view OnFailureName(OnFailure on_failure) {
   return "?";
 }
 
+std::vector<ApiAction> PlanDeletedJob(const std::vector<json>& pods) {
+  std::vector<const json*> all;
+  for (const auto& pod : pods) {
+    if (pod.is_object() && pod.contains("metadata") && pod["metadata"].is_object()) all.push_back(&pod);
+  }
+  return KueuePatches(all, /*finished=*/false);
+}
+
 Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* service, const Pending& pending,
              int64_t now, const BuildOptions& opts) {
   LoadedJob loaded = DecodeJob(job_obj);
@@ -139,6 +190,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   std::vector<ReplicaObservation> observed;
   std::map<ReplicaKey, ReplicaExit> failures;
   std::set<std::string> seen;
+  std::vector<const json*> ours;
   for (const auto& pod : pods) {
     if (!ControlledBy(pod, uid)) continue;
     auto o = ObservePod(pod);
@@ -146,6 +198,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     const std::string name = MetadataString(pod, "name");
     if (name != PodName(job.name, o->key)) continue;  // not a name we would give
     seen.insert(name);
+    ours.push_back(&pod);
     if (pending.deleting.count(name)) o->deleting = true;
     if (auto failure = ObserveFailure(pod)) failures[o->key] = std::move(*failure);
     observed.push_back(*o);
@@ -225,6 +278,8 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     }
   }
 
+  std::vector<ApiAction> patches = KueuePatches(ours, d.status.Finished());
+
   const int64_t generation = Generation(job_obj);
   const bool same_generation =
       status_obj.is_object() && status_obj.value("observedGeneration", int64_t{-1}) == generation;
@@ -232,7 +287,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
       status_obj.value("state", "") != plan.state) {
     plan.status = StatusToJson(d.status, generation);
   }
-  Order(plan, std::move(prerequisites), std::move(creations), std::move(deletions));
+  Order(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
   return plan;
 }
 

@@ -29,6 +29,9 @@ enum class ApiActionKind {
   kCreateNetworkPolicy,
   kCreateGangObject,  // a Workload or PodGroup of Kubernetes' gang scheduling (gang.h)
   kCreatePod,
+  // A strategic merge patch of one pod (`object`): Kueue's finalizer dropped
+  // from a pod on its way out, its end-of-group mark once the job has ended.
+  kPatchPod,
   kDeletePod,
   kDeleteJob
 };
@@ -81,8 +84,9 @@ struct Pending {
 // The events after a first status write (a refused one is planned again,
 // events included), else first. Then the key Secret and the NetworkPolicy
 // before any pod; then the Service with the pods (they need it only to be
-// found by name, which the agent's formation waits for anyway); deletions
-// last.
+// found by name, which the agent's formation waits for anyway); then the
+// pods' patches (Kueue's marks: a group is finished before its pods go);
+// deletions last.
 struct Plan {
   std::vector<Step> steps;
   // The new status subresource when it differs from the job's (the
@@ -95,6 +99,12 @@ struct Plan {
   std::optional<int64_t> requeue_after_seconds;
   std::string state;  // the job's one-word state after this step
 };
+
+// The pods left by a job that is gone or going (`kubectl delete djob`): the
+// garbage collector deletes them, and Kueue's finalizer would keep a queued
+// job's pods there for good (its group waits for replacements). Drops it
+// from each one on its way out: kPatchPod actions only.
+std::vector<ApiAction> PlanDeletedJob(const std::vector<nlohmann::json>& pods);
 
 Plan PlanJob(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
              const nlohmann::json* service, const Pending& pending, int64_t now, const BuildOptions& opts);

@@ -185,9 +185,10 @@ Status Controller::Sync(const std::string& key) {
   }
   if (!job) {
     expectations_.Forget(key);
-    return OkStatus();
+    return ReleaseDeletedPods(key);
   }
-  if (job->contains("metadata") && (*job)["metadata"].contains("deletionTimestamp")) return OkStatus();
+  if (job->contains("metadata") && (*job)["metadata"].contains("deletionTimestamp"))
+    return ReleaseDeletedPods(key);
   const std::vector<json> pods = pod_informers_[idx]->ByJob(key);
   std::optional<json> service = service_informers_[idx]->Get(key);
   const int64_t now = NowSeconds();
@@ -200,6 +201,26 @@ Status Controller::Sync(const std::string& key) {
     queue_.AddAfter(key, std::chrono::milliseconds(*plan.requeue_after_seconds * 1000 + 200));
   if (!*all_done) return UnavailableError("some API calls for " + key + " failed");
   return OkStatus();
+}
+
+Status Controller::ReleaseDeletedPods(const std::string& key) {
+  bool ok = true;
+  for (const auto& informer : pod_informers_) {
+    for (const ApiAction& a : PlanDeletedJob(informer->ByJob(key))) ok &= PatchPod(key, a);
+  }
+  return ok ? OkStatus() : UnavailableError("some pod patches for deleted job " + key + " failed");
+}
+
+bool Controller::PatchPod(const std::string& key, const ApiAction& a) {
+  const std::string ns = key.substr(0, key.find('/'));
+  auto resp = client_.Request("PATCH", "/api/v1/namespaces/" + ns + "/pods/" + a.name, &a.object,
+                              "application/strategic-merge-patch+json");
+  if (resp.ok() && (resp->ok() || resp->code == 404)) return true;
+  LogWarning("pod patch failed", {{"job", key},
+                                  {"pod", a.name},
+                                  {"reason", a.reason},
+                                  {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
+  return false;
 }
 
 Status Controller::WriteStatus(const std::string& key, size_t idx, const json& job, const Plan& plan) {
@@ -281,6 +302,9 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         expectations_.ExpectCreate(key, a.name, now);
         batched.push_back(&a);
         calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/pods", &a.object});
+        break;
+      case ApiActionKind::kPatchPod:
+        ok &= PatchPod(key, a);
         break;
       case ApiActionKind::kDeletePod: {
         expectations_.ExpectDelete(key, a.name, now);

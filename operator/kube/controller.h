@@ -53,6 +53,11 @@ class Controller {
   // PUTs plan.status and puts the answer into job informer `idx`'s cache.
   // A 404 (the job is gone) is OK; a 409 is Aborted (retried quietly).
   Status WriteStatus(const std::string& key, size_t idx, const nlohmann::json& job, const struct Plan& plan);
+  // PlanDeletedJob's patches for the cached pods of job `key`, gone or going.
+  Status ReleaseDeletedPods(const std::string& key);
+  // One kPatchPod action (a strategic merge patch); a 404 is fine. False
+  // (logged) when it failed.
+  bool PatchPod(const std::string& key, const struct ApiAction& a);
   // POSTs `object` (a's) to `collection`; AlreadyExists is fine when the
   // object there is controlled by the job. False (with a Warning event
   // `failure_reason`) otherwise.

@@ -33,12 +33,33 @@ void TrimPod(json& pod) {
   json trimmed = json::object();
   if (pod.contains("metadata")) {
     trimmed["metadata"] = std::move(pod["metadata"]);
-    trimmed["metadata"].erase("annotations");
+    json& meta = trimmed["metadata"];
+    // Of the annotations only Kueue's end-of-group mark (the plan sets it
+    // once, when the job has ended).
+    json kept = json::object();
+    if (meta.contains("annotations") && meta["annotations"].is_object()) {
+      auto it = meta["annotations"].find(kKueueRetriableInGroupAnnotation);
+      if (it != meta["annotations"].end()) kept[kKueueRetriableInGroupAnnotation] = std::move(*it);
+    }
+    meta.erase("annotations");
+    if (!kept.empty()) meta["annotations"] = std::move(kept);
   }
+  // The scheduling gates: a gated pod waits for its queue's admission.
+  if (pod.contains("spec") && pod["spec"].is_object() && pod["spec"].contains("schedulingGates"))
+    trimmed["spec"] = {{"schedulingGates", std::move(pod["spec"]["schedulingGates"])}};
   if (pod.contains("status") && pod["status"].is_object()) {
     json& st = pod["status"];
     json out = json::object();
     if (st.contains("phase")) out["phase"] = std::move(st["phase"]);
+    // Kueue's TerminationTarget: the pod is stopped by a preemption, not a failure.
+    if (st.contains("conditions") && st["conditions"].is_array()) {
+      json conds = json::array();
+      for (auto& c : st["conditions"]) {
+        if (c.is_object() && c.value("type", "") == kKueueTerminationTargetCondition)
+          conds.push_back(std::move(c));
+      }
+      if (!conds.empty()) out["conditions"] = std::move(conds);
+    }
     if (st.contains("containerStatuses") && st["containerStatuses"].is_array()) {
       json cs = json::array();
       for (auto& c : st["containerStatuses"]) {

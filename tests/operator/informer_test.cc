@@ -125,6 +125,20 @@ TEST(TrimPod, KeepsTerminatedStatesWithTheirMessages) {
     "lastState":{"terminated":{"exitCode":1,"message":"DeadlineExceeded: ...","finishedAt":"2027-01-15T08:00:00Z"}}})"));
 }
 
+TEST(TrimPod, KeepsWhatKueueSaysOfThePod) {
+  json pod = json::parse(R"({"metadata":{"name":"j-worker-0","finalizers":["kueue.x-k8s.io/managed"],
+    "annotations":{"a":"b","kueue.x-k8s.io/retriable-in-group":"false"}},
+    "spec":{"containers":[{"name":"trainer"}],"schedulingGates":[{"name":"kueue.x-k8s.io/admission"}]},
+    "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"},
+      {"type":"TerminationTarget","status":"True","reason":"WorkloadEvictedDueToPreempted"}]}})");
+  TrimPod(pod);
+  EXPECT_EQ(pod["metadata"]["finalizers"], json::parse(R"(["kueue.x-k8s.io/managed"])"));
+  EXPECT_EQ(pod["metadata"]["annotations"], json::parse(R"({"kueue.x-k8s.io/retriable-in-group":"false"})"));
+  EXPECT_EQ(pod["spec"], json::parse(R"({"schedulingGates":[{"name":"kueue.x-k8s.io/admission"}]})"));
+  EXPECT_EQ(pod["status"]["conditions"], json::parse(R"([{"type":"TerminationTarget","status":"True",
+    "reason":"WorkloadEvictedDueToPreempted"}])"));
+}
+
 TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
   FakeApiServer fake;
   ASSERT_TRUE(fake.Start().ok());

@@ -14,9 +14,14 @@
 //                    <replica>" (expectations not yet seen in the cache);
 //                    a pod: "<replica> <Phase> [exit=N] [restarts=N]
 //                    [deleting] [owner=UID|owner=none] [last] [at=N]
+//                    [gated] [evicted] [kueue] [unretriable]
 //                    [message=TEXT TO THE END OF THE LINE]" (its container
 //                    ended with exit N at N seconds, in state.terminated,
-//                    or with `last` in lastState.terminated). The plan's
+//                    or with `last` in lastState.terminated; Kueue's
+//                    marks: `gated` its admission gate, `evicted` its
+//                    TerminationTarget condition, `kueue` its pod-group
+//                    label and finalizer, `unretriable` the end-of-group
+//                    annotation). The plan's
 //                    status is then the job's, as if written, unless
 //                    `nowrite`.
 //
@@ -84,6 +89,17 @@ json ParsePod(const TranscriptCase& c, const json& job, const std::string& line)
       last = true;
     } else if (w == "deleting") {
       pod["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+    } else if (w == "gated") {
+      pod["spec"]["schedulingGates"] = json::array({{{"name", kKueueAdmissionGate}}});
+    } else if (w == "evicted") {
+      pod["status"]["conditions"] = json::array({{{"type", kKueueTerminationTargetCondition},
+                                                  {"status", "True"},
+                                                  {"reason", "WorkloadEvictedDueToPreempted"}}});
+    } else if (w == "kueue") {
+      pod["metadata"]["labels"][kKueuePodGroupLabel] = job["metadata"]["name"];
+      pod["metadata"]["finalizers"] = json::array({kKueueFinalizer});
+    } else if (w == "unretriable") {
+      pod["metadata"]["annotations"][kKueueRetriableInGroupAnnotation] = "false";
     } else if (w == "owner=none") {
       pod["metadata"].erase("ownerReferences");
     } else if (w.rfind("owner=", 0) == 0) {
@@ -132,7 +148,8 @@ std::string Render(const Plan& plan, const json& old) {
     bool first = true;
     for (const ApiAction& a : step.actions) {
       out << (first ? " " : ", ") << ApiActionKindName(a.kind) << (a.name.empty() ? "" : " " + a.name);
-      if (a.kind == ApiActionKind::kDeletePod) out << " (" << a.reason << ")";
+      if (a.kind == ApiActionKind::kDeletePod || a.kind == ApiActionKind::kPatchPod)
+        out << " (" << a.reason << ")";
       first = false;
     }
   }

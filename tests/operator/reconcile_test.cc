@@ -122,3 +122,32 @@ TEST(PlanJob, TheNetworkPolicyIsTheBuildersObject) {
 
 }  // namespace
 }  // namespace ringmaster::op
+
+namespace ringmaster::op {
+namespace {
+
+// A deleted job's pods: Kueue's finalizer is dropped from those on their way
+// out (with the patch that removes it alone), and nothing else is touched.
+TEST(PlanDeletedJob, DropsKueuesFinalizerFromDeletingPodsOnly) {
+  auto pod = [](const std::string& name, bool deleting, json finalizers) {
+    json p = {{"metadata", {{"name", name}, {"finalizers", std::move(finalizers)}}}};
+    if (deleting) p["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+    return p;
+  };
+  const std::vector<json> pods = {
+      pod("j-worker-0", true, {"kueue.x-k8s.io/managed", "other/x"}),
+      pod("j-worker-1", false, {"kueue.x-k8s.io/managed"}),  // not deleted: Kueue's to keep
+      pod("j-worker-2", true, {"other/x"}),                  // none of Kueue's
+      json("not a pod"),
+  };
+  const auto actions = PlanDeletedJob(pods);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, ApiActionKind::kPatchPod);
+  EXPECT_EQ(actions[0].name, "j-worker-0");
+  EXPECT_EQ(
+      actions[0].object,
+      json::parse(R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["kueue.x-k8s.io/managed"]}})"));
+}
+
+}  // namespace
+}  // namespace ringmaster::op

@@ -56,6 +56,16 @@ inline constexpr char kKueueQueueLabel[] = "kueue.x-k8s.io/queue-name";
 inline constexpr char kKueuePodGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
 inline constexpr char kKueuePodGroupCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr char kKueueAdmissionGate[] = "kueue.x-k8s.io/admission";
+// Kueue's finalizer on the pods it manages: it holds a deleted pod of an
+// admitted group until a replacement exists, and a replacement of the same
+// name cannot exist until the pod is gone, so the operator drops it.
+inline constexpr char kKueueFinalizer[] = "kueue.x-k8s.io/managed";
+// "false" on a pod finishes its group once no pod of it runs (the quota is
+// released); the operator sets it when the job has ended.
+inline constexpr char kKueueRetriableInGroupAnnotation[] = "kueue.x-k8s.io/retriable-in-group";
+// The pod condition Kueue sets (True) on a pod it is about to delete because
+// its Workload was preempted or evicted.
+inline constexpr char kKueueTerminationTargetCondition[] = "TerminationTarget";
 
 // spec.runPolicy.schedulingPolicy, with TFJob's names: where the job waits
 // for admission on a shared cluster and how it is placed. A queue makes

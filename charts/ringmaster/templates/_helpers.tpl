@@ -68,7 +68,7 @@ Secrets and (with networkPolicy.enabled) NetworkPolicies. */}}
   verbs: ["get", "update"]
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
 - apiGroups: [""]
   resources: ["services"]
   verbs: ["get", "list", "watch", "create"]
