@@ -279,9 +279,7 @@ integrations:
   frameworks:
   - pod
 EOF
-  KUEUE_METRICS_CERT_DIR="$kdir/certs" start kueue "$qdir/kueue" \
-    --config "$kdir/config.yaml" --zap-log-level=2
-  kueue_wait 90 "its /readyz on 127.0.0.1:$KUEUE_HEALTH_PORT" kueue_ready
+  kueue_start_process "$qdir" "$kdir"
   log "kueue: ready ($(elapsed "$start"))"
 
   # Its webhooks, then the sample queue (which Kueue's own webhooks check).
@@ -293,6 +291,32 @@ EOF
   kueue_wait 60 "its pod webhook to gate a labelled pod (server-side dry run in $ns)" kueue_webhook_in_force "$ns"
   touch "$kdir/ready"
   log "kueue: up in $(elapsed "$start"): LocalQueue $KUEUE_LOCAL_QUEUE in $ns -> ClusterQueue $KUEUE_CLUSTER_QUEUE ($KUEUE_QUOTA_CPU cpu, $KUEUE_QUOTA_MEMORY); webhooks $url; log $RUN_DIR/logs/kueue.log"
+}
+
+# kueue_start_process QDIR KDIR: the controller with the configuration up
+# wrote, until its /readyz answers.
+kueue_start_process() {
+  KUEUE_METRICS_CERT_DIR="$2/certs" start kueue "$1/kueue" --config "$2/config.yaml" --zap-log-level=2
+  kueue_wait 90 "its /readyz on 127.0.0.1:$KUEUE_HEALTH_PORT" kueue_ready
+}
+
+# kueue_pause / kueue_resume: stop the controller alone, its webhooks still
+# registered (failurePolicy Fail: creating a labelled pod then fails with
+# the API server's InternalError, as on a cluster whose Kueue is down), and
+# start it again with the same configuration.
+kueue_pause() {
+  kueue_running || die "kueue pause: Kueue is not running"
+  stop kueue
+  log "kueue: paused (its webhooks are still registered: labelled pods cannot be created)"
+}
+kueue_resume() {
+  local kdir; kdir=$(kueue_dir)
+  [ -f "$kdir/ready" ] || die "kueue resume: Kueue is not up (run 'scripts/testbed kueue up')"
+  kueue_running && { log "kueue: already running"; return 0; }
+  . "$kdir/ports.env"
+  KUBECTL="$(component_dir kubernetes)/kubectl"
+  kueue_start_process "$(component_dir kueue)" "$kdir"
+  log "kueue: resumed"
 }
 
 kueue_cq_active() {
@@ -437,6 +461,11 @@ cmd_kueue() {
       flock -w 120 9 || die "another 'scripts/testbed kueue up/down' holds $RUN_DIR.kueue.lock"
       kueue_down; log "kueue: down" ;;
     status) kueue_status ;;
-    *) die "usage: scripts/testbed kueue up [--namespace NS] | down | status" ;;
+    pause|resume)
+      require_up
+      exec 9>"$RUN_DIR.kueue.lock"
+      flock -w 120 9 || die "another 'scripts/testbed kueue' command holds $RUN_DIR.kueue.lock"
+      "kueue_$sub" ;;
+    *) die "usage: scripts/testbed kueue up [--namespace NS] | down | status | pause | resume" ;;
   esac
 }
