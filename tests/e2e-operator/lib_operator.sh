@@ -75,6 +75,8 @@ operator_cleanup() {
     [ -z "${NS:-}" ] || k -n "$NS" get djob,pods,svc -o wide >&2 || true
   fi
   rm -rf "$LOGDIR"
+  local c
+  for c in "${E2E_ON_EXIT[@]}"; do eval "$c" >/dev/null 2>&1 || true; done  # lib.sh's on_exit
   [ -z "${NS:-}" ] || kubectl --request-timeout=10s delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
   exit "$rc"
 }
