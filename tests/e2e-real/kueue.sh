@@ -7,6 +7,12 @@
 # group's Workload is Finished (its quota released) and no pod is left held
 # by Kueue's finalizer (cleanPodPolicy Running deletes the workers still
 # running, on a real kubelet, where a finalizer really holds a pod).
+# Then a preemption on the real node: a low-priority job (its members idle
+# after step 2, alive) is preempted by a high-priority one: its pods are
+# killed, let go of Kueue's finalizer and created again under their names,
+# gated; the job is Queued with no restart counted (backoffLimit 0), and once
+# the high one has succeeded it is readmitted and runs again. Deleting it
+# leaves no pod behind.
 . "$(dirname "$0")/lib_real.sh"
 use_namespace rm-real-kueue
 on_exit '"$TESTBED" kueue down'
@@ -41,3 +47,78 @@ settled() {
 }
 wait_for 60 "the job's pods to finish or go (no pod held by a finalizer)" settled
 pass "the group's Workload is Finished (quota released); no pod of the job is left terminating"
+
+# --- preemption on the real node -----------------------------------------
+LOW=rm-real-kueue-low HIGH=rm-real-kueue-high
+k apply -f - >/dev/null <<EOF || fail "creating the PriorityClasses failed"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $LOW}
+value: 100
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $HIGH}
+value: 1000
+EOF
+on_exit 'kubectl --request-timeout=10s delete priorityclass "$LOW" "$HIGH" --ignore-not-found'
+# prio_job NAME PRIORITY_CLASS MEMORY ARGS: a chief and a worker queued in
+# ringmaster-queue, each asking for MEMORY (the quota is 16Gi: 2 x 5Gi and
+# 2 x 4Gi do not fit together; the node's 24Gi hold both).
+prio_job() {
+  local args="" a
+  for a in $4; do args+="${args:+, }\"$a\""; done
+  on_real_node <<YAML | k -n "$NS" apply -f - >/dev/null || fail "creating job $1 failed"
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata:
+  name: $1
+spec:
+  communication: {timeoutSeconds: 60}
+  runPolicy:
+    backoffLimit: 0
+    schedulingPolicy: {queue: ringmaster-queue, priorityClass: $2}
+  replicaSpecs:
+    Chief:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - {name: trainer, image: $WORKER_IMAGE, args: [$args], resources: {requests: {memory: $3}}}
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - {name: trainer, image: $WORKER_IMAGE, args: [$args], resources: {requests: {memory: $3}}}
+YAML
+}
+uids() { k -n "$NS" get pods -l "ringmaster.io/job-name=$1" -o 'jsonpath={range .items[*]}{.metadata.uid} {end}'; }
+running() {  # JOB N: N pods of the job Running, none being deleted
+  local rows
+  rows=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$1" -o 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}{.status.phase}{"\n"}{end}') || return 1
+  [ "$(grep -cx Running <<<"$rows")" = "$2" ] && [ "$(grep -c . <<<"$rows")" = "$2" ]
+}
+prio_job low "$LOW" 5Gi "--model tiny --steps 10 --stall-at-step 2"
+wait_for 120 "low's 2 pods Running" running low 2
+wait_job_state 60 low Running
+before=$(uids low)
+prio_job high "$HIGH" 4Gi "--model tiny --steps 3"
+wait_job_state 120 low Queued
+wait_job_state 240 high Succeeded
+expect_eq "low's restarts after the preemption" "$(k -n "$NS" get djob low -o 'jsonpath={.status.restartCount}')" 0
+pass "high preempted low on the real node: low Queued, restartCount 0 (backoffLimit 0); high Succeeded"
+wait_for 120 "low's 2 pods Running again (readmitted)" running low 2
+wait_job_state 60 low Running
+after=$(uids low)
+for u in $before; do
+  grep -qw "$u" <<<"$after" && fail "low's pod $u survived its preemption"
+done
+expect_on_real_node low
+expect_eq "low's restarts once readmitted" "$(k -n "$NS" get djob low -o 'jsonpath={.status.restartCount}')" 0
+pass "low readmitted after high ended: new pods Running on the real node, still no restart counted"
+k -n "$NS" delete djob low --wait=false >/dev/null
+wait_for 90 "low's pods to go (no finalizer left holding one)" bash -c "[ -z \"\$(kubectl -n $NS get pods -l ringmaster.io/job-name=low -o name)\" ]"
+pass "low deleted: its pods are gone"
