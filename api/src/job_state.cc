@@ -210,6 +210,18 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       d.events.push_back({false, "Queued", why + ": its pods wait, gated, and start together once admitted"});
     }
     s.start_time.reset();  // the deadline counts from the admission
+    if (auto timeout = job.run_policy.scheduling_policy.schedule_timeout_seconds) {
+      const int64_t at = s.Find(ConditionType::kQueued)->last_transition_time + *timeout;
+      if (now >= at) {
+        Finish(d, ConditionType::kFailed, "ScheduleTimeout",
+               "not admitted by LocalQueue " + job.run_policy.scheduling_policy.queue + " within " +
+                   "schedulingPolicy.scheduleTimeoutSeconds (" + std::to_string(*timeout) + "s)",
+               now);
+        AfterFinish(job, observed, now, d);
+        return d;
+      }
+      d.requeue_after_seconds = at - now;
+    }
     for (const auto& [type, spec] : job.replica_specs) {
       for (int i = 0; i < spec.replicas; ++i) {
         const ReplicaKey key{type, i};

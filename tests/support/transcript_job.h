@@ -8,7 +8,8 @@
 // <Type>=N (Chief, Worker, PS, Evaluator): replicas; restartPolicy: every
 // type's, <Type>.restartPolicy: one type's; backoffLimit,
 // activeDeadlineSeconds, ttlSecondsAfterFinished, cleanPodPolicy, suspend:
-// runPolicy's; queue, priorityClass, minAvailable: its schedulingPolicy's;
+// runPolicy's; queue, priorityClass, minAvailable, scheduleTimeoutSeconds:
+// its schedulingPolicy's;
 // successPolicy; name. Other arguments are left to the harness.
 #pragma once
 
@@ -58,7 +59,8 @@ inline void ApplyJobArgs(const TranscriptCase& c, nlohmann::json& job,
       spec["replicaSpecs"][key.substr(0, dot)]["restartPolicy"] = value;
     } else if (kRunPolicy.count(key)) {
       spec["runPolicy"][key] = TranscriptValue(value);
-    } else if (key == "queue" || key == "priorityClass" || key == "minAvailable") {
+    } else if (key == "queue" || key == "priorityClass" || key == "minAvailable" ||
+               key == "scheduleTimeoutSeconds") {
       spec["runPolicy"]["schedulingPolicy"][key] = TranscriptValue(value);
     } else if (key == "successPolicy") {
       spec["successPolicy"] = value;

@@ -81,7 +81,10 @@ struct SchedulingPolicy {
   // How many pods must be placed together (the gang's size, a native
   // PodGroup's minCount); nullopt: all of the job's pods.
   std::optional<int> min_available;
-  // How long the gang may wait to be placed, once admitted; nullopt: no bound.
+  // With a queue: how long each wait for admission (the job Queued) may
+  // last before the job fails (ScheduleTimeout); nullopt: it waits as long
+  // as its queue makes it. Not acted on for a native gang (no per-group
+  // timeout exists there).
   std::optional<int64_t> schedule_timeout_seconds;
 
   bool operator==(const SchedulingPolicy&) const = default;
