@@ -4,7 +4,9 @@
 # - two jobs, quota for one: the second is Queued (every pod gated, none
 #   scheduled, `kubectl get djob` says Queued) and runs once the first ends
 #   (the operator finishes the first's group: its quota is released);
-# - a job larger than the quota never half-starts;
+# - a job larger than the quota never half-starts, and fails with
+#   ScheduleTimeout once its scheduleTimeoutSeconds is up; a queued job
+#   deleted leaves no pod held by Kueue's finalizer;
 # - a high-priority job preempts a running low-priority one: the low one goes
 #   back to Queued with no restart counted (backoffLimit 0), and succeeds
 #   once readmitted;
@@ -49,11 +51,12 @@ value: 1000
 EOF
 on_exit 'kubectl --request-timeout=10s delete priorityclass "$LOW" "$HIGH" --ignore-not-found'
 
-# qjob NAME WORKERS CPU BACKOFF [PRIORITY_CLASS]: a job queued in $QUEUE,
-# every worker asking for CPU cpus; worker 0's success ends it, and the
-# workers still running are deleted (cleanPodPolicy Running).
+# qjob NAME WORKERS CPU BACKOFF [PRIORITY_CLASS] [SCHEDULE_TIMEOUT]: a job
+# queued in $QUEUE, every worker asking for CPU cpus; worker 0's success ends
+# it, and the workers still running are deleted (cleanPodPolicy Running).
 qjob() {
   local prio=${5:+, priorityClass: $5}
+  prio+=${6:+, scheduleTimeoutSeconds: $6}
   k -n "$NS" apply -f - >/dev/null <<EOF || fail "creating job $1 failed"
 apiVersion: ringmaster.io/v1alpha1
 kind: DistributedJob
@@ -115,18 +118,26 @@ k -n "$NS" get djob second --no-headers | grep -qw Queued || fail "kubectl get d
 expect_eq "second's start time while queued" "$(jp djob second '{.status.startTime}')" ""
 pass "second (2 x 2 cpu, no quota left): Queued, both pods gated and unscheduled, 'kubectl get djob' says Queued"
 
-# --- larger than the quota: never half-starts ----------------------------
-qjob big 3 2 0
+# --- larger than the quota: never half-starts; scheduleTimeoutSeconds -----
+qjob big 3 2 0 "" 12
 wait_state 60 big Queued
 wait_for 30 "big's 3 pods, gated" held big 3
 sleep 3
 expect_held big 3 "6 cpu asked of a 4 cpu quota"
 expect_eq "big's restarts" "$(restarts big)" 0
 big_wl=$(group_of big)
-k -n "$NS" delete djob big --wait=false >/dev/null
+wait_state 60 big Failed
+expect_eq "big's Failed reason" "$(condition_reason big Failed)" ScheduleTimeout
 wait_pod_count 60 big 0
 wait_for 60 "big's Workload $big_wl to go with its pods" bash -c "! kubectl -n $NS get workload $big_wl >/dev/null 2>&1"
-pass "big (3 x 2 cpu > 4 cpu quota): Queued, all 3 pods gated, none scheduled, no restart; deleted, nothing of it left"
+pass "big (3 x 2 cpu > 4 cpu quota): Queued, all 3 pods gated, none scheduled, no restart; Failed ScheduleTimeout after 12 s, nothing of it left"
+
+# A queued job deleted: its gated pods (held by Kueue's finalizer) go too.
+qjob gone 1 5 0
+wait_for 30 "gone's pod, gated" held gone 1
+k -n "$NS" delete djob gone --wait=false >/dev/null
+wait_pod_count 60 gone 0
+pass "gone (deleted while Queued): its gated pod is gone"
 
 # first ends: its group is finished (quota released), second is admitted.
 finish first
