@@ -9,7 +9,7 @@
 # The in-cluster operator's namespace and the namespaces it watches: one per
 # real-pod test, fixed so that the chart's Roles can be granted at install.
 OPERATOR_NS=ringmaster-system
-REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras rm-real-kueue)
+REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras rm-real-kueue rm-real-intruder)
 RELEASE=rm
 REAL_NODE=${RINGMASTER_REAL_NODE:-ringmaster-real-0}
 WORKER_IMAGE=ghcr.io/ringmaster/worker:0.1.0
