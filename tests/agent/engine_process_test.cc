@@ -37,8 +37,9 @@ std::string TfConfig(const std::vector<std::string>& addrs, int rank) {
   return "{\"cluster\":{" + chief + "," + workers + "},\"task\":" + task + ",\"environment\":\"cloud\"}";
 }
 
+// `wrapper`: a command the worker runs under (e.g. unshare), "" for none.
 Proc Spawn(const std::vector<std::string>& args, const std::vector<std::pair<std::string, std::string>>& env,
-           const std::string& log) {
+           const std::string& log, const std::vector<std::string>& wrapper = {}) {
   Proc p;
   p.log = log;
   p.pid = ::fork();
@@ -49,13 +50,13 @@ Proc Spawn(const std::vector<std::string>& args, const std::vector<std::pair<std
       ::dup2(fileno(f), 1);
       ::dup2(fileno(f), 2);
     }
+    std::vector<std::string> copy = wrapper;
+    copy.push_back(RINGMASTER_WORKER_PATH);
+    copy.insert(copy.end(), args.begin(), args.end());
     std::vector<char*> argv;
-    std::string bin = RINGMASTER_WORKER_PATH;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   return p;
@@ -188,6 +189,26 @@ TEST(WorkerProcess, CrashDrillOnlyOnFirstStart) {
   crash.insert(crash.end(), {"--crash-at-step", "1"});
   auto ps = RunGroup(2, {a, crash}, {{"RINGMASTER_RESTART_COUNT", "1"}}, 120, "restarted");
   for (auto& p : ps) EXPECT_EQ(p.status, 0) << Slurp(p.log);
+}
+
+// In a container the worker is PID 1 of its PID namespace, which ignores
+// the signals it sends itself, SIGKILL included: the crash drill must still
+// end it, abruptly (exit 137), not carry on as it once did in pods.
+TEST(WorkerProcess, CrashDrillEndsTheWorkerAsPid1) {
+  std::string agent_ports;
+  auto addrs = LocalAddresses(1, &agent_ports);
+  const std::string log = ::testing::TempDir() + "/rm_pid1_" + std::to_string(::getpid()) + ".log";
+  std::vector<Proc> ps;
+  const auto start = Clock::now();
+  ps.push_back(Spawn({"--model", "tiny", "--steps", "3", "--crash-at-step", "1"},
+                     {{"TF_CONFIG", TfConfig(addrs, 0)}, {"RINGMASTER_PORT", agent_ports}}, log,
+                     {"unshare", "--pid", "--fork", "--kill-child", "--"}));
+  WaitAll(ps, 60, start);
+  const std::string out = Slurp(log);
+  ASSERT_EQ(out.find("unshare:"), std::string::npos) << "unshare failed (it needs root): " << out;
+  EXPECT_NE(out.find("crashing at step 1 (drill)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("steps verified"), std::string::npos) << out;
+  EXPECT_EQ(ps[0].status, 137) << out;
 }
 
 TEST(WorkerProcess, StalledMemberMakesOthersReportDeadlineExceeded) {
