@@ -38,18 +38,7 @@ IMAGE=ghcr.io/ringmaster/worker:0.1.0
 
 # Priorities Kueue orders and preempts by (cluster-scoped: names of this run).
 LOW=e2e-kueue-low-$$ HIGH=e2e-kueue-high-$$
-k apply -f - >/dev/null <<EOF || fail "creating the PriorityClasses failed"
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: $LOW}
-value: 100
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: $HIGH}
-value: 1000
-EOF
-on_exit 'kubectl --request-timeout=10s delete priorityclass "$LOW" "$HIGH" --ignore-not-found'
+priority_classes "$LOW" "$HIGH"
 
 # qjob NAME WORKERS CPU BACKOFF [PRIORITY_CLASS] [SCHEDULE_TIMEOUT]: a job
 # queued in $QUEUE, every worker asking for CPU cpus; worker 0's success ends

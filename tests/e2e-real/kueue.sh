@@ -39,29 +39,12 @@ pass "quickstart through Kueue ($group, 3 pods admitted whole in ringmaster-cq):
 
 wait_jsonpath 60 "workload/$group" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
 # Nothing held: every pod left is finished, none is being deleted.
-settled() {
-  local rows
-  rows=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$job" \
-    -o 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}{.status.phase}{"\n"}{end}') || return 1
-  [ -z "$(grep -v -x -e Succeeded -e Failed <<<"$rows")" ]
-}
-wait_for 60 "the job's pods to finish or go (no pod held by a finalizer)" settled
+wait_for 60 "the job's pods to finish or go (no pod held by a finalizer)" pods_settled "$job"
 pass "the group's Workload is Finished (quota released); no pod of the job is left terminating"
 
 # --- preemption on the real node -----------------------------------------
 LOW=rm-real-kueue-low HIGH=rm-real-kueue-high
-k apply -f - >/dev/null <<EOF || fail "creating the PriorityClasses failed"
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: $LOW}
-value: 100
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata: {name: $HIGH}
-value: 1000
-EOF
-on_exit 'kubectl --request-timeout=10s delete priorityclass "$LOW" "$HIGH" --ignore-not-found'
+priority_classes "$LOW" "$HIGH"
 # prio_job NAME PRIORITY_CLASS MEMORY ARGS: a chief and a worker queued in
 # ringmaster-queue, each asking for MEMORY (the quota is 16Gi: 2 x 5Gi and
 # 2 x 4Gi do not fit together; the node's 24Gi hold both).
@@ -79,20 +62,16 @@ spec:
     backoffLimit: 0
     schedulingPolicy: {queue: ringmaster-queue, priorityClass: $2}
   replicaSpecs:
-    Chief:
+$(for type in Chief Worker; do cat <<REPLICA
+    $type:
       replicas: 1
       restartPolicy: OnFailure
       template:
         spec:
           containers:
             - {name: trainer, image: $WORKER_IMAGE, args: [$args], resources: {requests: {memory: $3}}}
-    Worker:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        spec:
-          containers:
-            - {name: trainer, image: $WORKER_IMAGE, args: [$args], resources: {requests: {memory: $3}}}
+REPLICA
+done)
 YAML
 }
 uids() { k -n "$NS" get pods -l "ringmaster.io/job-name=$1" -o 'jsonpath={range .items[*]}{.metadata.uid} {end}'; }

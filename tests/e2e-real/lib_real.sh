@@ -73,6 +73,15 @@ wait_job_state() {
   done
 }
 
+# pods_settled JOB: every pod of the job left has finished (Succeeded or
+# Failed) and none is being deleted.
+pods_settled() {
+  local states
+  states=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$1" \
+    -o 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}{.status.phase}{"\n"}{end}') || return 1
+  [ -z "$(grep -v -x -e Succeeded -e Failed <<<"$states")" ]
+}
+
 job_pod() {  # JOB TYPE INDEX: the pod's name
   k -n "$NS" get pods -l "ringmaster.io/job-name=$1,ringmaster.io/replica-type=$2,ringmaster.io/replica-index=$3" \
     -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null || true

@@ -21,13 +21,7 @@ pass "examples/quickstart.yaml: Succeeded on real pods"
 # The deletions follow the Succeeded status, and a worker that finished just
 # as the operator saw it running is deleted too: read the pods once the
 # cleanup is over (no pod Running or being deleted), not while it runs.
-settled() {
-  local states
-  states=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$job" \
-    -o 'jsonpath={range .items[*]}{.metadata.deletionTimestamp}{.status.phase}{"\n"}{end}') || return 1
-  [ -z "$(grep -v -x -e Succeeded -e Failed <<<"$states")" ]
-}
-wait_for 60 "the job's pods to finish or go after the chief succeeded" settled
+wait_for 60 "the job's pods to finish or go after the chief succeeded" pods_settled "$job"
 [ -n "$(job_pod "$job" chief 0)" ] || fail "the chief's pod is gone (cleanPodPolicy Running keeps finished pods)"
 pods=$(k -n "$NS" get pods -l "ringmaster.io/job-name=$job" --field-selector=status.phase=Succeeded -o 'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}')
 for pod in $pods; do

@@ -66,3 +66,21 @@ new_namespace() {
   on_exit 'kubectl --request-timeout=10s delete namespace "$NS" --wait=false'
   wait_for 60 "the default service account in $NS" k -n "$NS" get serviceaccount default
 }
+
+# priority_classes LOW HIGH: two PriorityClasses (values 100 and 1000) that
+# Kueue orders and preempts by, deleted when the test exits. Cluster-scoped:
+# give names no other test uses.
+priority_classes() {
+  k apply -f - >/dev/null <<EOF || fail "creating the PriorityClasses $1 and $2 failed"
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $1}
+value: 100
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: $2}
+value: 1000
+EOF
+  on_exit "kubectl --request-timeout=10s delete priorityclass $1 $2 --ignore-not-found"
+}
