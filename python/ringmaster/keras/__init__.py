@@ -18,6 +18,8 @@ import keras
 from ringmaster.tensorflow.keras import _impl
 from ringmaster.tensorflow.keras import _Default, _resolve
 
+from ringmaster.tensorflow.keras import checkpoint
+
 from . import callbacks
 
 _REEXPORTS = (
@@ -31,7 +33,7 @@ _REEXPORTS = (
 
 __all__ = list(_REEXPORTS) + [
     "DistributedOptimizer", "PartialDistributedOptimizer", "broadcast_global_variables", "allreduce",
-    "allgather", "broadcast", "reducescatter", "load_model", "callbacks",
+    "allgather", "broadcast", "reducescatter", "load_model", "callbacks", "checkpoint",
 ]
 
 

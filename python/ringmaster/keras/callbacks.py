@@ -8,9 +8,10 @@ from typing import Any, Optional
 import keras
 
 from ringmaster.tensorflow.keras import _callbacks_impl as _cb
+from ringmaster.tensorflow.keras.checkpoint import CheckpointMixin, PathLike
 
 __all__ = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
-           "LearningRateWarmupCallback", "BestModelCheckpoint"]
+           "LearningRateWarmupCallback", "BestModelCheckpoint", "CheckpointCallback"]
 
 
 class BroadcastGlobalVariablesCallback(_cb.BroadcastGlobalVariablesMixin, keras.callbacks.Callback):
@@ -60,3 +61,14 @@ class BestModelCheckpoint(keras.callbacks.ModelCheckpoint):
     def __init__(self, monitor: str = 'val_loss', verbose: int = 0, mode: str = 'auto',
                  save_freq: Any = 'epoch') -> None:
         _cb.best_checkpoint_init(self, keras.callbacks.ModelCheckpoint, monitor, verbose, False, mode, save_freq)
+
+
+class CheckpointCallback(CheckpointMixin, keras.callbacks.Callback):
+    """Writes a checkpoint from rank 0 at each epoch's end (and every
+    ``every_n_batches`` batches) so a whole-job restart resumes there; see
+    ringmaster.tensorflow.keras.callbacks.CheckpointCallback."""
+
+    def __init__(self, directory: Optional[PathLike] = None, every_n_batches: Optional[int] = None,
+                 keep: int = 2) -> None:
+        super().__init__()
+        self._rm_setup(directory, every_n_batches, keep)

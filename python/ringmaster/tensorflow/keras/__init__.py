@@ -22,7 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from . import _impl, callbacks, elastic
+from . import _impl, callbacks, checkpoint, elastic
 
 # Names re-exported from ringmaster.tensorflow on first access (so importing
 # this module never needs ringmaster.tensorflow to be fully initialised).
@@ -37,7 +37,7 @@ _REEXPORTS = (
 
 __all__ = list(_REEXPORTS) + [
     "DistributedOptimizer", "broadcast_global_variables", "allreduce", "allgather", "broadcast",
-    "reducescatter", "load_model", "callbacks", "elastic", "SyncBatchNormalization",
+    "reducescatter", "load_model", "callbacks", "checkpoint", "elastic", "SyncBatchNormalization",
 ]
 
 

@@ -9,11 +9,12 @@ from typing import Any, Optional
 import tensorflow as tf
 
 from . import _callbacks_impl as _cb
+from .checkpoint import CheckpointMixin, PathLike
 
 _keras = tf.keras
 
 __all__ = ["BroadcastGlobalVariablesCallback", "MetricAverageCallback", "LearningRateScheduleCallback",
-           "LearningRateWarmupCallback", "BestModelCheckpoint"]
+           "LearningRateWarmupCallback", "BestModelCheckpoint", "CheckpointCallback"]
 
 
 class BroadcastGlobalVariablesCallback(_cb.BroadcastGlobalVariablesMixin, _keras.callbacks.Callback):
@@ -72,3 +73,19 @@ class BestModelCheckpoint(_keras.callbacks.ModelCheckpoint):
                  mode: str = 'auto', save_freq: Any = 'epoch') -> None:
         _cb.best_checkpoint_init(self, _keras.callbacks.ModelCheckpoint, monitor, verbose, save_weights_only,
                                  mode, save_freq)
+
+
+class CheckpointCallback(CheckpointMixin, _keras.callbacks.Callback):
+    """Writes a checkpoint (weights, optimizer state, epoch and step) from
+    rank 0 at the end of each epoch, and every ``every_n_batches`` batches
+    if given, so a whole-job restart resumes there instead of at step 0
+    (with ``ringmaster.tensorflow.keras.checkpoint.restore`` before fit).
+    ``directory``: default ``$RINGMASTER_CHECKPOINT_DIR``; with neither it
+    does nothing (and says so once). ``keep``: how many checkpoints stay.
+    Each is written atomically: a crash leaves the previous one as the
+    latest."""
+
+    def __init__(self, directory: Optional[PathLike] = None, every_n_batches: Optional[int] = None,
+                 keep: int = 2) -> None:
+        super().__init__()
+        self._rm_setup(directory, every_n_batches, keep)
