@@ -7,6 +7,11 @@ op per step. The chief prints per-step times and the final test accuracy;
 every rank prints a checksum of its weights (they must all be the same).
 
     ringmaster run examples/keras/job.yaml      # from the repository root
+
+With RINGMASTER_CHECKPOINT_DIR set (a volume in a pod, a directory locally),
+rank 0 writes a checkpoint at the end of each epoch, and a restarted job
+(restartPolicy OnFailure, say) resumes from the last one instead of epoch 1:
+every rank takes it before the first step. Unset: no checkpoints.
 Exit 0 when the test accuracy is at least MIN_ACCURACY.
 """
 from __future__ import annotations
@@ -84,12 +89,21 @@ def main() -> int:
     # jit_compile=False: the Ringmaster op has no XLA kernel (Keras 3 picks XLA by itself when a GPU is visible).
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"], jit_compile=False)
+    # Every rank: rank 0's newest checkpoint (or, without one, rank 0's initial weights).
+    position = rmk.checkpoint.restore(model)
+    start_epoch = rmk.checkpoint.initial_epoch(position)
+    if rank == 0 and position is not None:
+        print(f"resuming at epoch {start_epoch + 1} (step {position.step}) from "
+              f"{rmk.checkpoint.latest()}", flush=True)
     if rank == 0:
         print(f"{size} ranks, global batch {GLOBAL_BATCH} ({local_batch} per rank), {steps} steps per epoch, "
               f"{len(x_train)} training and {len(x_test)} test images", flush=True)
-    model.fit(xs, ys, batch_size=local_batch, epochs=EPOCHS, shuffle=True, verbose=0,
-              callbacks=[rmk.callbacks.BroadcastGlobalVariablesCallback(0), rmk.callbacks.MetricAverageCallback(),
-                         StepTimes()])
+    callbacks = [rmk.callbacks.BroadcastGlobalVariablesCallback(0), rmk.callbacks.MetricAverageCallback(),
+                 StepTimes()]
+    if rmk.checkpoint.checkpoint_directory() is not None:  # unset: no checkpoints (and no warning)
+        callbacks.append(rmk.callbacks.CheckpointCallback())
+    model.fit(xs, ys, batch_size=local_batch, epochs=EPOCHS, initial_epoch=start_epoch, shuffle=True, verbose=0,
+              callbacks=callbacks)
 
     _, accuracy = model.evaluate(x_test, y_test, batch_size=256, verbose=0)
     digest = hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in model.get_weights())).hexdigest()
