@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
@@ -112,25 +112,27 @@ def run_single(scenario: str, outdir: Path, timeout: float = 240, extra_env: Opt
                           env=base_env(extra_env), capture_output=True, text=True, timeout=timeout)
 
 
-def ringmaster_run(job_file: str, timeout: float) -> str:
-    """`ringmaster run JOB_FILE` from the repository root (the CLI:
-    $RINGMASTER_CLI, else build/bin/ringmaster) with PATH led by this
-    Python's bin directory, as a user with the venv activated has it; its
-    output, after asserting it exited 0 within `timeout` (then killed)."""
+def ringmaster_run(job_file: str, timeout: float, cwd: Optional[Path] = None,
+                   drop_env: Tuple[str, ...] = ()) -> str:
+    """`ringmaster run JOB_FILE` from `cwd` (default: the repository root;
+    the CLI: $RINGMASTER_CLI, else build/bin/ringmaster) with PATH led by
+    this Python's bin directory, as a user with the venv activated has it,
+    and without the variables in `drop_env`; its output, after asserting it
+    exited 0 within `timeout` (then killed)."""
     repo = HERE.parents[2]
     cli = os.environ.get("RINGMASTER_CLI") or str(repo / "build" / "bin" / "ringmaster")
     assert os.access(cli, os.X_OK), f"the ringmaster CLI is not at {cli} (set RINGMASTER_CLI)"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env.pop("RINGMASTER_PYTHON", None)  # python3 from PATH: the venv's
-    env.pop("TF_CONFIG", None)
-    p = subprocess.Popen([cli, "run", job_file], cwd=repo, env=env, stdout=subprocess.PIPE,
+    for name in ("RINGMASTER_PYTHON", "TF_CONFIG") + drop_env:  # RINGMASTER_PYTHON: python3 from PATH
+        env.pop(name, None)
+    p = subprocess.Popen([cli, "run", job_file], cwd=cwd or repo, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, _ = p.communicate()
-        raise AssertionError(f"ringmaster run did not finish in {timeout} s:\n{out[-6000:]}")
-    assert p.returncode == 0, f"ringmaster run exited {p.returncode}:\n{out[-6000:]}"
+        raise AssertionError(f"ringmaster run {job_file} did not finish in {timeout} s:\n{out[-6000:]}")
+    assert p.returncode == 0, f"ringmaster run {job_file} exited {p.returncode}:\n{out[-6000:]}"
     return out

@@ -22,18 +22,15 @@ no directory is no error; every_n_batches positions.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from group import base_env, free_ports
+from group import base_env, free_ports, ringmaster_run
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "checkpoint_worker.py"
-REPO = HERE.parents[2]
 EPOCHS, STEPS, CRASH_EPOCH = 6, 4, 3  # as in checkpoint_worker.py
 
 
@@ -56,8 +53,6 @@ def job_yaml(env: dict) -> str:
 
 
 def run_job(tmp: Path, name: str, crash: bool, timeout: float = 400) -> str:
-    cli = os.environ.get("RINGMASTER_CLI") or str(REPO / "build" / "bin" / "ringmaster")
-    assert os.access(cli, os.X_OK), f"the ringmaster CLI is not at {cli} (set RINGMASTER_CLI)"
     env = {"RINGMASTER_CHECKPOINT_DIR": str(tmp / name / "checkpoints"), "PYTHONUNBUFFERED": "1",
            "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "RINGMASTER_FORMATION_TIMEOUT_SECONDS": "120"}
     if crash:
@@ -65,18 +60,8 @@ def run_job(tmp: Path, name: str, crash: bool, timeout: float = 400) -> str:
     (tmp / name).mkdir(parents=True)
     job = tmp / name / "job.yaml"
     job.write_text(job_yaml(env))
-    run_env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "TF_USE_LEGACY_KERAS",
-                                                                "RINGMASTER_CHECKPOINT_DIR")}
-    p = subprocess.Popen([cli, "run", str(job)], cwd=tmp / name, env=run_env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        raise AssertionError(f"ringmaster run ({name}) did not finish in {timeout} s:\n{out[-8000:]}")
-    assert p.returncode == 0, f"ringmaster run ({name}) exited {p.returncode}:\n{out[-8000:]}"
-    return out
+    return ringmaster_run(str(job), timeout, cwd=tmp / name,
+                          drop_env=("TF_USE_LEGACY_KERAS", "RINGMASTER_CHECKPOINT_DIR"))
 
 
 REPLICA = {"0": "chief-0", "1": "worker-0", "2": "worker-1"}
