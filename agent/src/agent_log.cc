@@ -23,6 +23,10 @@ void Warn(const std::string& msg) {
   WriteStderr("ringmaster: warning: " + msg + "\n");
 }
 
+void Info(const std::string& msg) {
+  WriteStderr("ringmaster: " + msg + "\n");
+}
+
 void WriteStderr(const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {

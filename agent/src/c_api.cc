@@ -309,6 +309,17 @@ int rm_reform(rm_communicator* comm) {
   return Report(comm->comm->Reform());
 }
 
+int rm_agree_on_resume(rm_communicator* comm, int64_t committed_step, int64_t* step, int* root) {
+  if (!comm) return NullComm();
+  if (!step || !root)
+    return Report(ringmaster::InvalidArgumentError("rm_agree_on_resume: step and root must not be null"));
+  auto p = comm->comm->AgreeOnResume(committed_step);
+  if (!p.ok()) return Report(p.status());
+  *step = p->step;
+  *root = p->root;
+  return Report(ringmaster::OkStatus());
+}
+
 const char* rm_last_error(void) {
   return g_last_error.c_str();
 }

@@ -137,5 +137,8 @@ Status Communicator::health() const {
 Status Communicator::Reform() {
   return impl_->Reform();
 }
+StatusOr<ResumePoint> Communicator::AgreeOnResume(int64_t committed_step) {
+  return impl_->AgreeOnResume(committed_step);
+}
 
 }  // namespace ringmaster

@@ -17,6 +17,7 @@
 #include "collectives/link_model.h"
 #include "collectives/subgroup.h"
 #include "gpu/gpu_backend.h"
+#include "group/resume.h"
 #include "group/terminate.h"
 #include "group/timeline.h"
 #include "transport/net.h"
@@ -321,6 +322,26 @@ Status CommunicatorImpl::Reform() {
   if (auto ex = executor()) ex->group()->ReformRequested();
   Stop(/*destroyed=*/false);
   return Form();
+}
+
+StatusOr<ResumePoint> CommunicatorImpl::AgreeOnResume(int64_t committed_step) {
+  if (parent_) {
+    return FailedPreconditionError("process set " + std::to_string(set_id_) +
+                                   ": recovery is the whole group's; agree on it there");
+  }
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  int64_t mine = committed_step;
+  CommunicationOptions o;
+  Tensor in{&mine, 1, DataType::kInt64}, out{all.data(), static_cast<int64_t>(all.size()), DataType::kInt64};
+  if (Status st = AllGatherAsync(in, out, o).Wait(); !st.ok()) {
+    return Status(st.code(), "agreeing where to resume: " + st.message());
+  }
+  auto d = DecideResume(all, names_);
+  if (!d.ok()) return d.status();
+  if (d->point.step != kNoState) {
+    Info(names_[rank_] + ": " + DescribeResume(*d, names_));
+  }
+  return d->point;
 }
 
 }  // namespace ringmaster::internal

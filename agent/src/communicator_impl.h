@@ -50,6 +50,7 @@ class CommunicatorImpl {
 
   Status Start();  // control service + first formation
   Status Reform();
+  StatusOr<ResumePoint> AgreeOnResume(int64_t committed_step);  // see Communicator
   void Abort(const std::string& reason);
   Status Health();
 

@@ -2,7 +2,8 @@
 // from TF_CONFIG and RINGMASTER_* exactly as a training process linking the
 // agent would, all-reduces synthetic gradients shaped like a real model every
 // step, verifies every element exactly, and prints per-step time and bus
-// bandwidth. Fault drills: --stall-at-step, --crash-at-step.
+// bandwidth. Fault drills: --stall-at-step, --crash-at-step; --recover
+// keeps a survivor's process through a member's failure (recovery in place).
 //
 // Exit codes: 0 ok, 1 a collective failed, 2 bad configuration or flags,
 // 3 a result was wrong.
@@ -53,6 +54,8 @@ struct Flags {
   bool async = false;
   bool quiet = false;
   bool print_env = false;
+  bool recover = false;
+  bool crash_in_recovery = false;  // drill: die after the re-formation, on the first start
 };
 
 const char kUsage[] =
@@ -61,16 +64,30 @@ const char kUsage[] =
     "                         int32|int64|uint8|int8|uint16|int16] [--op sum|mean|min|max|prod] [--async]\n"
     "                         [--quiet] [--check-c-api]\n"
     "                         [--stall-at-step K] [--crash-at-step K] [--drill-task TYPE:INDEX]\n"
-    "                         [--print-env]\n"
+    "                         [--print-env] [--recover] [--crash-in-recovery]\n"
     "Joins the collective group from TF_CONFIG and RINGMASTER_* and all-reduces synthetic gradients\n"
     "every step, verifying each element exactly. --stall-at-step K stops taking part at step K but\n"
     "stays alive; --crash-at-step K dies with SIGKILL in the middle of step K's all-reduce, only while\n"
     "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
     "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
     "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
+    "--recover: recovery in place. When a member fails, the survivors keep running, form the group\n"
+    "again with its new incarnation (the same task restarted), agree on the last completed step,\n"
+    "broadcast that step's result (the state) to whoever lacks it, verify it, and go on; a new\n"
+    "incarnation joining a running group does the same from its first call. --crash-in-recovery\n"
+    "(a drill, first start only) dies with SIGKILL in a recovery, right after the group re-formed.\n"
     "--check-c-api instead runs one all-gather-v, all-to-all, reduce-scatter, uint8 all-reduce and\n"
     "bool broadcast, and collectives on two process sets, through the C API (ringmaster.h), checks\n"
     "every element and exits.\n";
+
+using Clock = std::chrono::steady_clock;
+
+// Wall-clock milliseconds, for lining up lines of different processes.
+long long UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 bool ParseInt(const char* s, int* out) {
   char* end = nullptr;
@@ -203,6 +220,10 @@ int main(int argc, char** argv) {
       f.async = true;
     } else if (a == "--quiet") {
       f.quiet = true;
+    } else if (a == "--recover") {
+      f.recover = true;
+    } else if (a == "--crash-in-recovery") {
+      f.crash_in_recovery = true;
     } else if (a == "--print-env") {
       f.print_env = true;
     } else if (a == "--check-c-api") {
@@ -233,6 +254,7 @@ int main(int argc, char** argv) {
     const auto& m = settings->group.members[*settings->group.rank];
     if (!f.drill_task.empty() && f.drill_task != m.task_type + ":" + std::to_string(m.task_index)) {
       f.stall_at = f.crash_at = -1;  // the drills are for another task
+      f.crash_in_recovery = false;
     }
   }
   auto comm_or = Communicator::Create(*settings);
@@ -255,7 +277,86 @@ int main(int argc, char** argv) {
             << " (" << sizes.size() << " tensors, " << total_bytes << " bytes, " << DataTypeName(f.dtype)
             << "), op " << ReduceOpName(f.op) << ", " << f.steps << " steps" << std::endl;
 
-  for (int step = 0; step < f.steps; ++step) {
+  // With --recover, the state a member holds apart from its gradients (as
+  // a trainer holds its weights): the result of its last completed step,
+  // which a failed step's all-reduce leaves alone.
+  std::vector<std::vector<char>> state_storage;
+  std::vector<Tensor> state;
+  if (f.recover) {
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      state_storage.emplace_back(storage[t].size());
+      state.push_back(Tensor{state_storage.back().data(), sizes[t], f.dtype});
+    }
+  }
+  // Checks every element of `bufs` against `step`'s result.
+  auto verify = [&](const std::vector<std::vector<char>>& bufs, int step, const char* what) {
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      for (int64_t i = 0; i < sizes[t]; ++i) {
+        double want = Rounded(f.dtype, Expected(f.dtype, f.op, n, t, i, step));
+        double got = Load(f.dtype, bufs[t].data(), i);
+        if (!(got == want)) {
+          ErrLine("ringmaster-worker ", me, ": step ", step, ": WRONG RESULT ", what, " in tensor ", t,
+                  " element ", i, ": got ", got, ", want ", want);
+          return false;
+        }
+      }
+    }
+    return true;
+  };
+  // Recovery in place: agree where to resume (`done`: our last completed
+  // step, -1 for none held), take the state from the root, verify it.
+  // `reform`: form the group again first (a survivor). A member failing
+  // meanwhile (the group's error) starts it over, up to kRecoveryAttempts;
+  // a member that did not take the whole state holds none. Returns the step
+  // to run next, or -1 when the group cannot go on (a formation that timed
+  // out names who did not come back).
+  constexpr int kRecoveryAttempts = 3;
+  auto recover = [&](int done, bool reform, Clock::time_point failed_at) -> int {
+    Status last;
+    for (int attempt = 0; attempt < kRecoveryAttempts; ++attempt) {
+      if (reform || attempt > 0) {
+        if (Status re = comm->Reform(); !re.ok()) {
+          ErrLine("ringmaster-worker ", me, ": recovery: forming the group again: ", re.ToString());
+          return -1;
+        }
+      }
+      if (f.crash_in_recovery && first_start && reform) {
+        std::cout << "ringmaster-worker " << me << ": crashing in the recovery (drill)" << std::endl;
+        ::raise(SIGKILL);
+        std::_Exit(128 + SIGKILL);  // PID 1 of a container: see the crash drill below
+      }
+      auto p = comm->AgreeOnResume(done);
+      if (!p.ok()) {
+        last = p.status();
+        ErrLine("ringmaster-worker ", me, ": recovery: ", last.ToString());
+        continue;
+      }
+      if (p->step < 0) return 0;  // a first start: nobody holds state
+      if (Status st = comm->Broadcast(state, p->root); !st.ok()) {
+        last = st;
+        ErrLine("ringmaster-worker ", me, ": recovery: taking the state of step ", p->step, ": ",
+                st.ToString());
+        if (comm->rank() != p->root) done = -1;  // partly overwritten
+        continue;
+      }
+      if (!verify(state_storage, static_cast<int>(p->step), "after the recovery's broadcast")) return -1;
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - failed_at).count();
+      std::cout << "ringmaster-worker " << me << ": " << (reform ? "recovered" : "joined a running group")
+                << ": resuming after step " << p->step << " from rank " << p->root << " (" << std::fixed
+                << std::setprecision(1) << ms << " ms, at unix ms " << UnixMs() << ")" << std::defaultfloat
+                << std::endl;
+      return static_cast<int>(p->step) + 1;
+    }
+    ErrLine("ringmaster-worker ", me, ": recovery: gave up after ", kRecoveryAttempts, " attempts");
+    return -1;
+  };
+  int first = 0;
+  if (f.recover) {
+    first = recover(-1, /*reform=*/false, Clock::now());  // a new incarnation takes a running group's state
+    if (first < 0) return 1;
+  }
+  int recoveries = 0;
+  for (int step = first; step < f.steps; ++step) {
     for (size_t t = 0; t < sizes.size(); ++t) {
       for (int64_t i = 0; i < sizes[t]; ++i) {
         Store(f.dtype, storage[t].data(), i,
@@ -276,7 +377,8 @@ int main(int argc, char** argv) {
     if (step == f.crash_at && first_start) {
       auto h = comm->AllReduceAsync(tensors, f.op);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::cout << "ringmaster-worker " << me << ": crashing at step " << step << " (drill)" << std::endl;
+      std::cout << "ringmaster-worker " << me << ": crashing at step " << step << " (drill, at unix ms "
+                << UnixMs() << ")" << std::endl;
       ::raise(SIGKILL);
       // Still here: we are PID 1 of a PID namespace (a container without an
       // init), which ignores signals it sends itself, SIGKILL included. Die
@@ -292,19 +394,15 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {
       ErrLine("ringmaster-worker ", me, ": step ", step, ": ", st.ToString());
-      return 1;
+      if (!f.recover) return 1;
+      const int next = recover(step - 1, /*reform=*/true, Clock::now());
+      if (next < 0) return 1;
+      ++recoveries;
+      step = next - 1;  // the loop's ++ runs it
+      continue;
     }
-    for (size_t t = 0; t < sizes.size(); ++t) {
-      for (int64_t i = 0; i < sizes[t]; ++i) {
-        double want = Rounded(f.dtype, Expected(f.dtype, f.op, n, t, i, step));
-        double got = Load(f.dtype, storage[t].data(), i);
-        if (!(got == want)) {
-          ErrLine("ringmaster-worker ", me, ": step ", step, ": WRONG RESULT in tensor ", t, " element ", i,
-                  ": got ", got, ", want ", want);
-          return 3;
-        }
-      }
-    }
+    if (!verify(storage, step, "")) return 3;
+    for (size_t t = 0; t < state_storage.size(); ++t) state_storage[t] = storage[t];
     if (!f.quiet) {
       double algbw = secs > 0 ? total_bytes / secs / 1e9 : 0;
       double busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
@@ -313,6 +411,8 @@ int main(int argc, char** argv) {
                 << " GB/s, verified" << std::defaultfloat << std::endl;
     }
   }
-  std::cout << "ringmaster-worker " << me << ": " << f.steps << " steps verified" << std::endl;
+  std::cout << "ringmaster-worker " << me << ": " << f.steps << " steps verified";
+  if (f.recover) std::cout << " (" << recoveries << " recoveries in place)";
+  std::cout << std::endl;
   return 0;
 }

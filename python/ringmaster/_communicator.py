@@ -219,6 +219,16 @@ class Communicator:
         """Forms the group again after an abort; every member must call it."""
         self._c.reform()
 
+    def agree_on_resume(self, committed_step: int) -> Tuple[int, int]:
+        """Recovery in place: where the group resumes, as the first call after
+        a formation (a survivor after ``reform()``, a new incarnation right
+        after joining). Every member offers the last step it committed (-1:
+        it holds no state) and gets the same ``(step, root)``: the highest
+        step committed and the lowest rank holding it, to broadcast the state
+        from."""
+        step, root = self._c.agree_on_resume(int(committed_step))
+        return int(step), int(root)
+
     def health(self) -> None:
         """Returns None while the group is usable, else raises why not."""
         self._c.health()

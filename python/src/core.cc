@@ -325,9 +325,17 @@ NB_MODULE(_core, m) {
              nb::gil_scoped_release release;
              rm_abort(comm, reason.c_str());
            })
-      .def("reform", [](const Comm& c) {
+      .def("reform",
+           [](const Comm& c) {
+             rm_communicator* comm = c.get();
+             CallReleased([&] { return rm_reform(comm); });
+           })
+      .def("agree_on_resume", [](const Comm& c, int64_t committed_step) {
         rm_communicator* comm = c.get();
-        CallReleased([&] { return rm_reform(comm); });
+        int64_t step = -1;
+        int root = 0;
+        CallReleased([&] { return rm_agree_on_resume(comm, committed_step, &step, &root); });
+        return nb::make_tuple(step, root);
       });
 
   nb::class_<Handle>(m, "Handle").def("done", &Handle::Done).def("wait", &Handle::Wait);

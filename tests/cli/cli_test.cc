@@ -293,6 +293,73 @@ TEST(Cli, RunQuickstart) {
   EXPECT_NE(r.output.find("job quickstart: Succeeded"), std::string::npos) << r.output;
 }
 
+TEST(Cli, RunRecoveryExampleRestartsOnlyTheVictim) {
+  // worker 1 dies in step 3; the chief and worker 0 keep their processes,
+  // re-form with its new incarnation and give it step 2's state.
+  auto r = Ringmaster("run " + Src("examples/recovery.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("job recovery: Succeeded"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", 1 restarts"), std::string::npos) << r.output;
+  for (const char* who : {"chief-0", "worker-0"}) {
+    EXPECT_NE(r.output.find(std::string("[ringmaster]   ") + who + ": started 1x, last exit code 0"),
+              std::string::npos)
+        << who << "\n"
+        << r.output;
+    EXPECT_NE(r.output.find(std::string("[") + who + "] ringmaster-worker /job:"), std::string::npos);
+  }
+  EXPECT_NE(r.output.find("[ringmaster]   worker-1: started 2x, last exit code 0"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[chief-0] ringmaster-worker /job:chief/task:0: recovered: resuming after step 2 "
+                          "from rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("[worker-0] ringmaster-worker /job:worker/task:0: recovered: resuming after step 2 "),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[worker-1] ringmaster-worker /job:worker/task:1: joined a running group: resuming "
+                          "after step 2 from rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("/job:chief/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
+  EXPECT_NE(r.output.find("/job:worker/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
+  EXPECT_NE(r.output.find("/job:worker/task:1: 6 steps verified (0 recoveries in place)"), std::string::npos);
+}
+
+TEST(Cli, RunRecoversTwiceTheSecondTimeFromTheLeadersFailure) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/recovery-twice.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[ringmaster]   worker-0: started 1x, last exit code 0"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("[ringmaster]   worker-1: started 2x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[ringmaster]   chief-0: started 2x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/job:worker/task:0: 8 steps verified (2 recoveries in place)"), std::string::npos)
+      << r.output;
+  // The chief's new incarnation hosts formation again and takes worker 0's state.
+  EXPECT_NE(r.output.find("[chief-0] ringmaster-worker /job:chief/task:0: joined a running group: resuming "
+                          "after step 5 from rank 1"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Cli, RunRecoveryStartsOverWhenAMemberFailsDuringIt) {
+  auto r = Ringmaster("run " + Src("tests/cli/jobs/recovery-fails-again.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[ringmaster]   chief-0: started 1x, last exit code 0"), std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("[worker-0] ringmaster-worker /job:worker/task:0: crashing in the recovery (drill)"),
+      std::string::npos)
+      << r.output;
+  // The chief alone still holds step 2's state: both workers take it.
+  EXPECT_NE(r.output.find("[chief-0] ringmaster: /job:chief/task:0: resuming after step 2 from "
+                          "/job:chief/task:0; /job:worker/task:0 and /job:worker/task:1 take its state"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("/job:chief/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, RunTimeoutExampleNamesTheStalledTaskEverywhere) {
   // worker 1 stalls at step 2: both survivors, the stalled task and the
   // summary say that it never entered the collective the others waited in.

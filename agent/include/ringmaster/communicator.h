@@ -37,6 +37,12 @@ enum class ReduceOp : int { RM_REDUCE_OP_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 // kDevice says so explicitly (and loads the CUDA runtime if need be).
 enum class MemoryKind : int { kHost = 0, kDevice = 1 };
 
+// Where a re-formed group resumes (Communicator::AgreeOnResume).
+struct ResumePoint {
+  int64_t step = -1;  // the highest step any member committed; -1: nobody holds state
+  int root = 0;       // the lowest rank holding it: the state is broadcast from there
+};
+
 size_t DataTypeSize(DataType dtype);
 std::string_view DataTypeName(DataType dtype);  // "float32", ...
 std::string_view ReduceOpName(ReduceOp op);     // "sum", ..., "product"
@@ -217,8 +223,19 @@ class Communicator {
   // OK while the group is usable, else why it is not (Aborted, Unavailable...).
   Status health() const;
   // Forms the group again (a new incarnation) after an abort; every member
-  // must call it.
+  // must call it. A member that failed comes back as a new process at the
+  // same address (Create), and the survivors' Reform() forms the group with
+  // it; the wait is bounded by formation_timeout_seconds and fails naming
+  // who did not come back.
   Status Reform();
+  // Recovery in place: where the group resumes, agreed by every member as
+  // its first call after a formation (a survivor after Reform(), a new
+  // incarnation after Create). `committed_step`: the last step this member
+  // committed, -1 when it holds no state. Every member gets the same
+  // answer: the highest step committed and the lowest rank holding it; the
+  // caller then broadcasts its state from that root (with the newcomer's
+  // -1, the survivors win). Everyone at -1 is a first start: step -1, root 0.
+  StatusOr<ResumePoint> AgreeOnResume(int64_t committed_step);
 
  private:
   explicit Communicator(std::unique_ptr<internal::CommunicatorImpl> impl);

@@ -188,6 +188,10 @@ int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, co
               int has_axis, int axis, const rm_tensor* output, const rm_options* options);
 void rm_abort(rm_communicator* comm, const char* reason);
 int rm_reform(rm_communicator* comm);
+/* Recovery in place (Communicator::AgreeOnResume): every member offers the
+ * last step it committed (-1: it holds no state) and receives the agreed
+ * step and the rank to broadcast the state from. */
+int rm_agree_on_resume(rm_communicator* comm, int64_t committed_step, int64_t* step, int* root);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char* rm_last_error(void);
