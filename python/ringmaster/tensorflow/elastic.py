@@ -1,18 +1,23 @@
-"""Horovod's elastic state objects (``horovod.tensorflow.elastic``):
-what a training loop commits, restores and syncs.
+"""Horovod's elastic training (``horovod.tensorflow.elastic``): state
+objects a training loop commits, restores and syncs, and ``run``, which
+keeps a process through another member's failure (recovery in place).
 
-What works: ``ObjectState``, ``TensorFlowState`` and ``TensorFlowKerasState``
-keep a committed copy of their variables and attributes in memory;
-``restore()`` returns to it, ``sync()`` makes every rank take rank 0's
-values, ``commit()`` saves. ``run(func)`` syncs the state and calls
-``func(state)``.
+``@run``-decorated ``func(state)``: the state is synced first (every member
+takes the state of the member that committed last; at a first start, rank
+0's). When a member fails (SIGKILL, OOM, its node gone), the collective in
+flight fails on the survivors; ``run`` then restores the last commit, forms
+the group again with the failed task's new incarnation (the kubelet, the
+operator or ``ringmaster run`` restarts that replica alone, at the same
+address), calls the reset callbacks, syncs (the new incarnation takes a
+survivor's state by broadcast) and calls ``func(state)`` again. A
+re-formation is bounded by the formation timeout
+(RINGMASTER_FORMATION_TIMEOUT_SECONDS) and fails naming who did not come
+back. Commit every batch (``CommitStateCallback(state)``) and a failure
+costs at most the step in flight.
 
-Not done yet: recovery in place. When a member fails, Ringmaster's group
-aborts and names the culprit; re-forming the group with the failed member's
-new incarnation and resuming from the last commit is planned (the engine's
-re-formation work), so ``run`` re-raises the failure today instead of
-resetting. No host-update notifications exist either: ``check_host_updates``
-never interrupts.
+Not done: a group that shrinks or grows (the failed member must come back:
+the group keeps its size), host-update notifications (``check_host_updates``
+never interrupts), and process sets (add them again after a reset).
 """
 from __future__ import annotations
 
@@ -23,8 +28,24 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
+import ringmaster
+
 from ._basics import rank
 from .functions import broadcast_object, broadcast_variables
+
+
+class HorovodInternalError(RuntimeError):
+    """Horovod's name for a collective that failed because a member did
+    (ours: the group's error, e.g. Unavailable naming the task)."""
+
+
+class HostsUpdatedInterrupt(RuntimeError):
+    """Horovod's interrupt for a membership change (never raised: no host
+    updates here)."""
+
+    def __init__(self, skip_sync: bool = False) -> None:
+        super().__init__("hosts updated")
+        self.skip_sync = skip_sync
 
 
 class State:
@@ -34,6 +55,10 @@ class State:
         self._bcast_object = bcast_object
         self._rank = get_rank
         self._reset_callbacks: List[Callable[[], None]] = []
+        # Commits so far, the same on every member that trained alike: what
+        # this member offers when the group agrees where to resume. None
+        # until the first sync: a new incarnation holds no state.
+        self._commits: Optional[int] = None
 
     def register_reset_callbacks(self, callbacks: List[Callable[[], None]]) -> None:
         """Called after the group changes (e.g. to rescale the learning rate)."""
@@ -50,7 +75,21 @@ class State:
     def commit(self) -> None:
         """Saves the state (in memory) and checks for host updates."""
         self.save()
+        if self._commits is not None:
+            self._commits += 1
         self.check_host_updates()
+
+    def sync(self) -> None:
+        """Every member takes the state of the member that committed last
+        (a survivor, not a new incarnation; at a first start, rank 0)."""
+        comm = ringmaster.default_communicator()
+        root = 0
+        if comm is not None and comm.size > 1:
+            step, root = comm.agree_on_resume(-1 if self._commits is None else self._commits)
+            self._commits = max(step, 0)
+        else:
+            self._commits = self._commits or 0
+        self._sync_from(root)
 
     def check_host_updates(self) -> None:
         pass
@@ -61,7 +100,7 @@ class State:
     def restore(self) -> None:
         raise NotImplementedError
 
-    def sync(self) -> None:
+    def _sync_from(self, root: int) -> None:
         raise NotImplementedError
 
     def reset(self) -> None:
@@ -82,9 +121,9 @@ class ObjectState(State):
     def restore(self) -> None:
         self._set_attrs()
 
-    def sync(self) -> None:
+    def _sync_from(self, root: int) -> None:
         if self._saved_state:
-            self._saved_state = self._bcast_object(self._saved_state)
+            self._saved_state = self._bcast_object(self._saved_state, root_rank=root)
             self._set_attrs()
 
     def _set_attrs(self) -> None:
@@ -115,10 +154,10 @@ class TensorFlowState(ObjectState):
             var.assign(value)
         super().restore()
 
-    def sync(self) -> None:
-        broadcast_variables(self.variables, root_rank=0)
+    def _sync_from(self, root: int) -> None:
+        broadcast_variables(self.variables, root_rank=root)
         self._values = [_value(v) for v in self.variables]
-        super().sync()
+        super()._sync_from(root)
 
 
 class TensorFlowKerasState(ObjectState):
@@ -131,11 +170,10 @@ class TensorFlowKerasState(ObjectState):
         super().__init__(bcast_object=broadcast_object, get_rank=rank, **kwargs)
 
     def _variables(self) -> List[Any]:
-        out = list(self.model.variables)
-        if self.optimizer is not None:
-            opt_vars = self.optimizer.variables
-            out += list(opt_vars() if callable(opt_vars) else opt_vars)
-        return out
+        # The optimizer built first: a new incarnation's Keras 3 optimizer
+        # has no slots before its first step, the survivors' have.
+        from .keras.checkpoint import _optimizer_variables
+        return list(self.model.variables) + list(_optimizer_variables(self.optimizer, self.model))
 
     def save(self) -> None:
         self._weights = [_value(v) for v in self._variables()]
@@ -146,18 +184,53 @@ class TensorFlowKerasState(ObjectState):
             var.assign(value)
         super().restore()
 
-    def sync(self) -> None:
-        broadcast_variables(self._variables(), root_rank=0)
+    def _sync_from(self, root: int) -> None:
+        broadcast_variables(self._variables(), root_rank=root)
         self._weights = [_value(v) for v in self._variables()]
-        super().sync()
+        super()._sync_from(root)
+
+
+def _member_failed(error: BaseException) -> bool:
+    """Whether `error` came from the group failing (a member died, a
+    collective timed out): the group is no longer usable. Anything else is
+    the program's own error and is raised as it is."""
+    if isinstance(error, HorovodInternalError):
+        return True
+    comm = ringmaster.default_communicator()
+    if comm is None or not isinstance(error, (tf.errors.OpError, ringmaster.RingmasterError)):
+        return False
+    try:
+        comm.health()
+    except ringmaster.RingmasterError:
+        return True
+    return False
+
+
+def _reset() -> None:
+    """Forms the group again, with the failed member's new incarnation."""
+    ringmaster.default_communicator().reform()
 
 
 def run(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorates ``func(state, ...)``: syncs the state from rank 0, then
-    runs it. A member's failure is re-raised (recovery in place is not done
-    yet; see the module's docstring)."""
+    """Decorates ``func(state, ...)``: syncs the state, then runs it; when a
+    member fails, restores the last commit, re-forms the group with the
+    failed member's new incarnation, calls the reset callbacks, syncs and
+    runs ``func`` again (see the module's docstring). A re-formation that
+    times out raises its error, naming who did not come back."""
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
-        state.sync()
-        return func(state, *args, **kwargs)
+        while True:
+            try:
+                state.sync()
+                return func(state, *args, **kwargs)
+            except Exception as e:  # noqa: BLE001 - only a member's failure is kept
+                if not _member_failed(e):
+                    raise
+                failure = e
+            state.restore()
+            try:
+                _reset()
+            except ringmaster.RingmasterError as e:
+                raise e from failure
+            state.on_reset()
     return wrapper

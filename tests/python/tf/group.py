@@ -136,3 +136,22 @@ def ringmaster_run(job_file: str, timeout: float, cwd: Optional[Path] = None,
         raise AssertionError(f"ringmaster run {job_file} did not finish in {timeout} s:\n{out[-6000:]}")
     assert p.returncode == 0, f"ringmaster run {job_file} exited {p.returncode}:\n{out[-6000:]}"
     return out
+
+
+def python_job_yaml(name: str, argv: list, env: dict, backoff_limit: int = 6) -> str:
+    """A chief and two workers running `argv` (this Python's program) with
+    `env`, restartPolicy OnFailure: the job file of a `ringmaster run` test."""
+    def q(s: str) -> str:  # a JSON string is a YAML scalar; "$" doubled (kubelet expansion)
+        return json.dumps(str(s).replace("$", "$$"))
+    container = ["          containers:", "            - name: trainer", "              image: local",
+                 "              command: [" + ", ".join(q(a) for a in argv) + "]", "              env:"]
+    for k, v in env.items():
+        container += [f"                - name: {k}", f"                  value: {q(v)}"]
+    lines = ["apiVersion: ringmaster.io/v1alpha1", "kind: DistributedJob", "metadata:", f"  name: {name}",
+             "spec:", "  communication:", "    timeoutSeconds: 60", "  runPolicy:",
+             f"    backoffLimit: {backoff_limit}", "  replicaSpecs:"]
+    for rtype, n in (("Chief", 1), ("Worker", 2)):
+        lines += [f"    {rtype}:", f"      replicas: {n}", "      restartPolicy: OnFailure", "      template:",
+                  "        spec:"] + container
+    return "\n".join(lines) + "\n"
+

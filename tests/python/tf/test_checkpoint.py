@@ -27,29 +27,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from group import base_env, free_ports, ringmaster_run
+from group import base_env, free_ports, python_job_yaml, ringmaster_run
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "checkpoint_worker.py"
 EPOCHS, STEPS, CRASH_EPOCH = 6, 4, 3  # as in checkpoint_worker.py
-
-
-def job_yaml(env: dict) -> str:
-    """Chief + 2 workers of `checkpoint_worker.py job`, OnFailure, backoffLimit 6."""
-    def q(s: str) -> str:  # a JSON string is a YAML scalar; "$" doubled (kubelet expansion)
-        return json.dumps(str(s).replace("$", "$$"))
-    container = ["          containers:", "            - name: trainer", "              image: local",
-                 "              command: [" + ", ".join(q(a) for a in [sys.executable, str(WORKER), "job"]) + "]",
-                 "              env:"]
-    for k, v in env.items():
-        container += [f"                - name: {k}", f"                  value: {q(v)}"]
-    lines = ["apiVersion: ringmaster.io/v1alpha1", "kind: DistributedJob", "metadata:", "  name: ckpt-resume",
-             "spec:", "  communication:", "    timeoutSeconds: 60", "  runPolicy:", "    backoffLimit: 6",
-             "  replicaSpecs:"]
-    for rtype, n in (("Chief", 1), ("Worker", 2)):
-        lines += [f"    {rtype}:", f"      replicas: {n}", "      restartPolicy: OnFailure", "      template:",
-                  "        spec:"] + container
-    return "\n".join(lines) + "\n"
 
 
 def run_job(tmp: Path, name: str, crash: bool, timeout: float = 400) -> str:
@@ -59,7 +41,7 @@ def run_job(tmp: Path, name: str, crash: bool, timeout: float = 400) -> str:
         env["CKPT_TEST_CRASH_MARKER"] = str(tmp / name / "crashed")
     (tmp / name).mkdir(parents=True)
     job = tmp / name / "job.yaml"
-    job.write_text(job_yaml(env))
+    job.write_text(python_job_yaml("ckpt-resume", [sys.executable, str(WORKER), "job"], env))
     return ringmaster_run(str(job), timeout, cwd=tmp / name,
                           drop_env=("TF_USE_LEGACY_KERAS", "RINGMASTER_CHECKPOINT_DIR"))
 

@@ -1,0 +1,102 @@
+"""The program of tests/python/tf/test_elastic.py and bench/recovery.py: a
+rank of a Keras 3 job under `ringmaster run` that trains with Horovod's
+elastic API (``ringmaster.tensorflow.keras.elastic``), one import changed.
+
+A tiny MLP on synthetic data (deterministic: no shuffling, no dropout),
+EPOCHS epochs of STEPS steps, committing every batch. Each rank starts from
+different weights on purpose (the first sync makes them rank 0's).
+
+$ELASTIC_KILL="EPOCH:BATCH:RANK[,...]": that rank's first incarnation
+(RINGMASTER_RESTART_COUNT 0) kills itself with SIGKILL as batch BATCH of
+epoch EPOCH begins. $ELASTIC_OUT: a directory for each rank's final weights
+(rank-R.npz). $ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of
+the run (the benchmark's). Lines (unix times in seconds):
+  start rank R pid P restart N at T
+  step rank R pid P epoch E batch B at T      (every finished batch)
+  reset rank R pid P at T                     (a recovery in place began)
+  kill rank R pid P epoch E batch B at T
+  done rank R pid P steps S weights sha256 H
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import ringmaster.tensorflow.keras as hvd  # noqa: E402  (Horovod's: import horovod.tensorflow.keras as hvd)
+
+EPOCHS = int(os.environ.get("ELASTIC_EPOCHS", "4"))
+STEPS = int(os.environ.get("ELASTIC_STEPS", "6"))
+HIDDEN = int(os.environ.get("ELASTIC_HIDDEN", "16"))
+LOCAL_BATCH = 8
+
+
+def say(text: str) -> None:
+    print(f"{text} at {time.time():.3f}", flush=True)
+
+
+def main() -> int:
+    hvd.init()
+    rank, size, pid = hvd.rank(), hvd.size(), os.getpid()
+    first = os.environ.get("RINGMASTER_RESTART_COUNT", "0") == "0"
+    kills = set()
+    for spec in filter(None, os.environ.get("ELASTIC_KILL", "").split(",")):
+        e, b, r = (int(v) for v in spec.split(":"))
+        kills.add((e, b, r))
+    say(f"start rank {rank} pid {pid} restart {os.environ.get('RINGMASTER_RESTART_COUNT')}")
+
+    keras.utils.set_random_seed(100 + rank)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(HIDDEN, activation="relu"),
+                              keras.layers.Dense(1)])
+    model.compile(optimizer=hvd.DistributedOptimizer(keras.optimizers.SGD(0.05, momentum=0.9)), loss="mse",
+                  jit_compile=False)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(size * STEPS * LOCAL_BATCH, 8)).astype(np.float32)
+    y = (x @ rng.normal(size=(8, 1)) + 0.1 * np.sin(3 * x[:, :1])).astype(np.float32)
+    xs, ys = x[rank::size], y[rank::size]
+
+    state = hvd.elastic.KerasState(model, batch=0, epoch=0)
+    steps_done = [0]
+    state.register_reset_callbacks([lambda: say(f"reset rank {rank} pid {pid}")])
+
+    class Trace(keras.callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if first and (state.epoch, state.batch, rank) in kills:
+                say(f"kill rank {rank} pid {pid} epoch {state.epoch} batch {state.batch}")
+                os.kill(pid, signal.SIGKILL)
+
+        def on_train_batch_end(self, batch, logs=None):
+            steps_done[0] += 1
+            say(f"step rank {rank} pid {pid} epoch {state.epoch} batch {state.batch}")
+
+    # Commit first, then the position moves: the order Horovod's examples use.
+    callbacks = [hvd.elastic.CommitStateCallback(state), hvd.elastic.UpdateBatchStateCallback(state),
+                 hvd.elastic.UpdateEpochStateCallback(state), Trace()]
+
+    @hvd.elastic.run
+    def train(state):
+        while state.epoch < EPOCHS:
+            start = state.batch * LOCAL_BATCH  # a resumed epoch goes on from its next batch
+            model.fit(xs[start:], ys[start:], batch_size=LOCAL_BATCH, epochs=1, shuffle=False, verbose=0,
+                      callbacks=callbacks)
+
+    train(state)
+    weights = model.get_weights()
+    digest = hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in weights)).hexdigest()
+    out = os.environ.get("ELASTIC_OUT")
+    if out:
+        np.savez(os.path.join(out, f"rank-{rank}.npz"), *weights)
+    print(f"done rank {rank} pid {pid} steps {steps_done[0]} weights sha256 {digest}", flush=True)
+    hvd.allreduce(tf.constant(0.0), op=hvd.Sum)  # a barrier: no rank ends the job before all have printed
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
