@@ -10,7 +10,11 @@ $ELASTIC_KILL="EPOCH:BATCH:RANK[,...]": that rank's first incarnation
 (RINGMASTER_RESTART_COUNT 0) kills itself with SIGKILL as batch BATCH of
 epoch EPOCH begins. $ELASTIC_OUT: a directory for each rank's final weights
 (rank-R.npz). $ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of
-the run (the benchmark's). Lines (unix times in seconds):
+the run (the benchmark's). $ELASTIC_MODE=checkpoint: what users do without
+recovery in place, for the benchmark: no elastic API; a checkpoint at each
+epoch's end ($RINGMASTER_CHECKPOINT_DIR), restored by every rank at start;
+a member's failure fails the others too and the whole job restarts from it.
+Lines (unix times in seconds):
   start rank R pid P restart N at T
   step rank R pid P epoch E batch B at T      (every finished batch)
   reset rank R pid P at T                     (a recovery in place began)
@@ -62,32 +66,48 @@ def main() -> int:
     y = (x @ rng.normal(size=(8, 1)) + 0.1 * np.sin(3 * x[:, :1])).astype(np.float32)
     xs, ys = x[rank::size], y[rank::size]
 
-    state = hvd.elastic.KerasState(model, batch=0, epoch=0)
     steps_done = [0]
-    state.register_reset_callbacks([lambda: say(f"reset rank {rank} pid {pid}")])
+    checkpointing = os.environ.get("ELASTIC_MODE") == "checkpoint"
+    if checkpointing:
+        state = None
+        position = hvd.checkpoint.restore(model)
+        where = {"epoch": hvd.checkpoint.initial_epoch(position), "batch": 0}
+    else:
+        state = hvd.elastic.KerasState(model, batch=0, epoch=0)
+        state.register_reset_callbacks([lambda: say(f"reset rank {rank} pid {pid}")])
+        where = state.__dict__  # epoch and batch, kept by the elastic callbacks
 
     class Trace(keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if checkpointing:
+                where.update(epoch=epoch, batch=0)
+
         def on_train_batch_begin(self, batch, logs=None):
-            if first and (state.epoch, state.batch, rank) in kills:
-                say(f"kill rank {rank} pid {pid} epoch {state.epoch} batch {state.batch}")
+            if first and (where["epoch"], where["batch"], rank) in kills:
+                say(f"kill rank {rank} pid {pid} epoch {where['epoch']} batch {where['batch']}")
                 os.kill(pid, signal.SIGKILL)
 
         def on_train_batch_end(self, batch, logs=None):
             steps_done[0] += 1
-            say(f"step rank {rank} pid {pid} epoch {state.epoch} batch {state.batch}")
-
-    # Commit first, then the position moves: the order Horovod's examples use.
-    callbacks = [hvd.elastic.CommitStateCallback(state), hvd.elastic.UpdateBatchStateCallback(state),
-                 hvd.elastic.UpdateEpochStateCallback(state), Trace()]
+            if checkpointing:
+                where["batch"] = batch + 1
+            say(f"step rank {rank} pid {pid} epoch {where['epoch']} batch {where['batch']}")
 
     @hvd.elastic.run
     def train(state):
+        # Commit first, then the position moves: the order Horovod's examples use.
+        callbacks = [hvd.elastic.CommitStateCallback(state), hvd.elastic.UpdateBatchStateCallback(state),
+                     hvd.elastic.UpdateEpochStateCallback(state), Trace()]
         while state.epoch < EPOCHS:
             start = state.batch * LOCAL_BATCH  # a resumed epoch goes on from its next batch
             model.fit(xs[start:], ys[start:], batch_size=LOCAL_BATCH, epochs=1, shuffle=False, verbose=0,
                       callbacks=callbacks)
 
-    train(state)
+    if checkpointing:
+        model.fit(xs, ys, batch_size=LOCAL_BATCH, epochs=EPOCHS, initial_epoch=where["epoch"], shuffle=False,
+                  verbose=0, callbacks=[hvd.callbacks.CheckpointCallback(), Trace()])
+    else:
+        train(state)
     weights = model.get_weights()
     digest = hashlib.sha256(b"".join(np.asarray(w).tobytes() for w in weights)).hexdigest()
     out = os.environ.get("ELASTIC_OUT")
