@@ -83,13 +83,13 @@ class State:
         """Every member takes the state of the member that committed last
         (a survivor, not a new incarnation; at a first start, rank 0)."""
         comm = ringmaster.default_communicator()
-        root = 0
+        root, step = 0, self._commits or 0
         if comm is not None and comm.size > 1:
             step, root = comm.agree_on_resume(-1 if self._commits is None else self._commits)
-            self._commits = max(step, 0)
-        else:
-            self._commits = self._commits or 0
         self._sync_from(root)
+        # Only now: a member whose sync was cut short (another failure) must
+        # not offer a state it did not wholly receive.
+        self._commits = max(step, 0)
 
     def check_host_updates(self) -> None:
         pass
@@ -123,7 +123,9 @@ class ObjectState(State):
 
     def _sync_from(self, root: int) -> None:
         if self._saved_state:
-            self._saved_state = self._bcast_object(self._saved_state, root_rank=root)
+            # Horovod calls bcast_object(obj): keep that call for rank 0.
+            self._saved_state = (self._bcast_object(self._saved_state) if root == 0 else
+                                 self._bcast_object(self._saved_state, root_rank=root))
             self._set_attrs()
 
     def _set_attrs(self) -> None:
