@@ -71,7 +71,8 @@ const char kUsage[] =
     "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
     "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
     "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
-    "--recover: recovery in place. When a member fails, the survivors keep running, form the group\n"
+    "--recover (also when RINGMASTER_RECOVERY=InPlace: runPolicy.recovery): recovery in place. When\n"
+    "a member fails, the survivors keep running, form the group\n"
     "again with its new incarnation (the same task restarted), agree on the last completed step,\n"
     "broadcast that step's result (the state) to whoever lacks it, verify it, and go on; a new\n"
     "incarnation joining a running group does the same from its first call. --crash-in-recovery\n"
@@ -246,6 +247,9 @@ int main(int argc, char** argv) {
     std::cerr << "ringmaster-worker: " << settings.status().ToString() << "\n";
     return 2;
   }
+  // The job's runPolicy.recovery InPlace (replica_env.h) turns --recover on.
+  if (const char* r = std::getenv("RINGMASTER_RECOVERY"); r && std::string_view(r) == "InPlace")
+    f.recover = true;
   const char* restarts = std::getenv("RINGMASTER_RESTART_COUNT");
   const bool first_start = !restarts || !*restarts || std::string(restarts) == "0";
   const std::string me = settings->group.members[*settings->group.rank].TaskName();

@@ -336,7 +336,7 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
   if (!r) return;
   d.RejectUnknown(*r, path,
                   {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy",
-                   "suspend", "schedulingPolicy"});
+                   "suspend", "schedulingPolicy", "recovery"});
   if (auto v = d.Integer(*r, "backoffLimit", path, 0, INT32_MAX)) out.backoff_limit = static_cast<int>(*v);
   out.active_deadline_seconds = d.Integer(*r, "activeDeadlineSeconds", path, 1, INT64_MAX);
   out.ttl_seconds_after_finished = d.Integer(*r, "ttlSecondsAfterFinished", path, 0, INT64_MAX);
@@ -347,6 +347,10 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
     out.clean_pod_policy = *p;
   }
   if (auto s = d.Bool(*r, "suspend", path)) out.suspend = *s;
+  if (auto p = d.Enum<RecoveryPolicy>(
+          *r, "recovery", path, {{"Job", RecoveryPolicy::kJob}, {"InPlace", RecoveryPolicy::kInPlace}})) {
+    out.recovery = *p;
+  }
 }
 
 // A LocalQueue's name also becomes a label value on every pod: a DNS-1123
@@ -472,6 +476,10 @@ std::string_view CleanPodPolicyName(CleanPodPolicy p) {
       return "None";
   }
   return "Running";
+}
+
+std::string_view RecoveryPolicyName(RecoveryPolicy p) {
+  return p == RecoveryPolicy::kInPlace ? "InPlace" : "Job";
 }
 
 const ReplicaSpec* DistributedJob::Find(ReplicaType t) const {

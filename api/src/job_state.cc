@@ -96,7 +96,8 @@ void DeleteUnwanted(const DistributedJob& job, const std::vector<ReplicaObservat
 void Finish(Decision& d, ConditionType type, const std::string& reason, const std::string& message,
             int64_t now) {
   SetExclusive(d.status, type, reason, message, now,
-               {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting});
+               {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting,
+                ConditionType::kRecovering});
   d.status.completion_time = now;
   d.events.push_back({type == ConditionType::kFailed, reason, message});
 }
@@ -142,6 +143,8 @@ std::string_view ConditionTypeName(ConditionType t) {
       return "Failed";
     case ConditionType::kSuspended:
       return "Suspended";
+    case ConditionType::kRecovering:
+      return "Recovering";
   }
   return "Created";
 }
@@ -189,7 +192,8 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     }
     if (!s.Is(ConditionType::kSuspended)) {
       SetExclusive(s, ConditionType::kSuspended, "JobSuspended", "the job is suspended", now,
-                   {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting});
+                   {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting,
+                    ConditionType::kRecovering});
       d.events.push_back({false, "JobSuspended", "the job is suspended: its replicas are deleted"});
     }
     s.start_time.reset();  // the deadline counts from the resume, as for a batch Job
@@ -206,7 +210,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     if (!s.Is(ConditionType::kQueued)) {
       const std::string why = "waiting for admission by LocalQueue " + job.run_policy.scheduling_policy.queue;
       SetExclusive(s, ConditionType::kQueued, "WaitingForAdmission", why, now,
-                   {ConditionType::kRunning, ConditionType::kRestarting});
+                   {ConditionType::kRunning, ConditionType::kRestarting, ConditionType::kRecovering});
       d.events.push_back({false, "Queued", why + ": its pods wait, gated, and start together once admitted"});
     }
     s.start_time.reset();  // the deadline counts from the admission
@@ -326,9 +330,18 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     s.restart_count += static_cast<int>(restarts_wanted.size());
     std::string names;
     for (const auto& a : restarts_wanted) names += (names.empty() ? "" : ", ") + Describe(a.key);
-    SetExclusive(s, ConditionType::kRestarting, "JobRestarting", "restarting " + names, now,
-                 {ConditionType::kRunning});
-    d.events.push_back({true, "JobRestarting", "restarting " + names});
+    if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
+      const std::string why = "replacing " + names + " alone; the others recover in place (restart " +
+                              std::to_string(restarts) +
+                              (limit ? " of backoffLimit " + std::to_string(*limit) : std::string()) + ")";
+      SetExclusive(s, ConditionType::kRecovering, "RecoveringInPlace", why, now,
+                   {ConditionType::kRunning, ConditionType::kRestarting});
+      d.events.push_back({true, "Recovering", why});
+    } else {
+      SetExclusive(s, ConditionType::kRestarting, "JobRestarting", "restarting " + names, now,
+                   {ConditionType::kRunning});
+      d.events.push_back({true, "JobRestarting", "restarting " + names});
+    }
     d.actions.insert(d.actions.end(), restarts_wanted.begin(), restarts_wanted.end());
     all_running = false;
   }
@@ -337,7 +350,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
 
   if (all_running && restarts_wanted.empty() && !s.Is(ConditionType::kRunning)) {
     SetExclusive(s, ConditionType::kRunning, "JobRunning", "DistributedJob " + job.name + " is running", now,
-                 {ConditionType::kRestarting});
+                 {ConditionType::kRestarting, ConditionType::kRecovering});
   }
   return d;
 }

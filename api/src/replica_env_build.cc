@@ -25,6 +25,7 @@ StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& k
   } else if (!opts.agent_ports->empty()) {
     env.emplace_back(kEnvAgentPort, JoinPorts(*opts.agent_ports));
   }
+  if (job.run_policy.recovery == RecoveryPolicy::kInPlace) env.emplace_back(kEnvRecovery, "InPlace");
   if (opts.restart_count) env.emplace_back(kEnvRestartCount, std::to_string(*opts.restart_count));
   if (!opts.termination_log.empty()) env.emplace_back(kEnvTerminationLog, opts.termination_log);
   if (!opts.job_key_file.empty()) env.emplace_back(kEnvJobKeyFile, opts.job_key_file);

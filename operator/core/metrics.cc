@@ -33,7 +33,8 @@ JobTransition JobTransitionOf(const nlohmann::json& old_status, const nlohmann::
   t.created = before.empty() && !after.empty();
   t.succeeded = after == "Succeeded" && before != "Succeeded";
   t.failed = after == "Failed" && before != "Failed";
-  t.restarted = after == "Restarting" && before != "Restarting";
+  t.restarted =
+      (after == "Restarting" || after == "Recovering") && before != after;  // a recovery restarts a replica
   return t;
 }
 

@@ -173,7 +173,11 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
       tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
   podspec["hostname"] = PodName(job.name, key);
   podspec["subdomain"] = job.name;
-  podspec["restartPolicy"] = PodRestartPolicy(spec->restart_policy);
+  // Recovering in place, the operator replaces a failed pod itself, at once:
+  // the kubelet's restart would wait out its crash-loop backoff (10 s and
+  // more) while the survivors wait for the member.
+  podspec["restartPolicy"] =
+      job.run_policy.recovery == RecoveryPolicy::kInPlace ? "Never" : PodRestartPolicy(spec->restart_policy);
   if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
   AddGangReference(job, opts.gang_api, podspec);
   if (!podspec.contains("containers") || !podspec["containers"].is_array())

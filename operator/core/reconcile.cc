@@ -53,7 +53,8 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
 }
 
 // The condition this decision just set that a replica's failure explains:
-// Failed (not by the job's own deadline) or Restarting. Null when none.
+// Failed (not by the job's own deadline), Restarting or Recovering. Null
+// when none.
 Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
   for (auto& c : d.status.conditions) {
     if (!c.status) continue;
@@ -62,9 +63,10 @@ Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
       return &c;
   }
   for (const auto& e : d.events) {
-    if (e.reason == "JobRestarting") {
+    if (e.reason == "JobRestarting" || e.reason == "Recovering") {
+      const auto type = e.reason == "Recovering" ? ConditionType::kRecovering : ConditionType::kRestarting;
       for (auto& c : d.status.conditions) {
-        if (c.type == ConditionType::kRestarting && c.status) return &c;
+        if (c.type == type && c.status) return &c;
       }
     }
   }

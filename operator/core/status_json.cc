@@ -28,9 +28,9 @@ int IntField(const json& obj, const char* key) {
 }  // namespace
 
 std::string StateOf(const JobStatus& s) {
-  for (ConditionType t :
-       {ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended, ConditionType::kQueued,
-        ConditionType::kRestarting, ConditionType::kRunning, ConditionType::kCreated}) {
+  for (ConditionType t : {ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended,
+                          ConditionType::kQueued, ConditionType::kRecovering, ConditionType::kRestarting,
+                          ConditionType::kRunning, ConditionType::kCreated}) {
     if (s.Is(t)) return std::string(ConditionTypeName(t));
   }
   return "";

@@ -15,7 +15,8 @@ nlohmann::json StatusToJson(const JobStatus& status, int64_t observed_generation
 // Tolerant: unknown fields and malformed entries are skipped, so a status
 // written by an older operator never blocks reconciling.
 JobStatus StatusFromJson(const nlohmann::json& status);
-// "Succeeded", "Failed", "Suspended", "Restarting", "Running", "Created" or "".
+// "Succeeded", "Failed", "Suspended", "Queued", "Recovering", "Restarting",
+// "Running", "Created" or "".
 std::string StateOf(const JobStatus& status);
 
 }  // namespace ringmaster::op

@@ -52,7 +52,8 @@ TEST(LoadJobs, EveryFieldIsRead) {
   auto job = LoadSingleJob(std::string(kHead) + R"(  port: 3000
   successPolicy: AllWorkers
   communication: {implementation: RING, bytesPerPack: 4096, timeoutSeconds: 30}
-  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true}
+  runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true,
+              recovery: InPlace}
   replicaSpecs:
     Master:
       restartPolicy: ExitCode
@@ -73,6 +74,7 @@ TEST(LoadJobs, EveryFieldIsRead) {
   EXPECT_EQ(job->run_policy.active_deadline_seconds, 60);
   EXPECT_EQ(job->run_policy.ttl_seconds_after_finished, 5);
   EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kAll);
+  EXPECT_EQ(job->run_policy.recovery, RecoveryPolicy::kInPlace);
   EXPECT_TRUE(job->run_policy.suspend);
   // Master is Chief under its old name.
   ASSERT_NE(job->Find(ReplicaType::kChief), nullptr);
@@ -314,6 +316,8 @@ TEST(Validate, EnumsAndTypes) {
               "expected one of: Never, OnFailure, Always, ExitCode");
   ExpectError(std::string(kHead) + "  runPolicy:\n    cleanPodPolicy: Some\n  replicaSpecs:\n" + kWorker,
               "job.yaml:7:21: spec.runPolicy.cleanPodPolicy", "expected one of: All, Running, None");
+  ExpectError(std::string(kHead) + "  runPolicy:\n    recovery: Elastic\n  replicaSpecs:\n" + kWorker,
+              "job.yaml:7:15: spec.runPolicy.recovery", "expected one of: Job, InPlace");
   ExpectError(std::string(kHead) + "  runPolicy:\n    backoffLimit: -1\n  replicaSpecs:\n" + kWorker,
               "spec.runPolicy.backoffLimit", "must be between 0");
   ExpectError(std::string(kHead) + "  runPolicy:\n    suspend: maybe\n  replicaSpecs:\n" + kWorker,

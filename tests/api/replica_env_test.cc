@@ -57,6 +57,18 @@ TEST(BuildReplicaEnv, PodHasTfConfigCommOptionsAndTheDefaultAgentPort) {
   EXPECT_EQ(vars["RINGMASTER_BYTES_PER_PACK"], "4096");
 }
 
+TEST(BuildReplicaEnv, RecoveryInPlaceIsSaidToTheProgram) {
+  DistributedJob job = MakeJob(1, 2);
+  job.run_policy.recovery = RecoveryPolicy::kInPlace;
+  auto env = BuildReplicaEnv(job, {ReplicaType::kWorker, 1}, {});
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  EXPECT_EQ(ToMap(*env)["RINGMASTER_RECOVERY"], "InPlace");
+  job.run_policy.recovery = RecoveryPolicy::kJob;  // the default says nothing
+  env = BuildReplicaEnv(job, {ReplicaType::kWorker, 1}, {});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(ToMap(*env).count("RINGMASTER_RECOVERY"), 0u);
+}
+
 TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountTerminationLogAndJobKeyFile) {
   const DistributedJob job = MakeJob(1, 2);
   ReplicaEnvOptions opts;

@@ -300,6 +300,11 @@ TEST(Cli, RunRecoveryExampleRestartsOnlyTheVictim) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("job recovery: Succeeded"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(", 1 restarts"), std::string::npos) << r.output;
+  // runPolicy.recovery InPlace: the job says so, naming the culprit.
+  EXPECT_NE(r.output.find("warning: Recovering: replacing Worker 1 alone; the others recover in place "
+                          "(restart 1 of backoffLimit 3)"),
+            std::string::npos)
+      << r.output;
   for (const char* who : {"chief-0", "worker-0"}) {
     EXPECT_NE(r.output.find(std::string("[ringmaster]   ") + who + ": started 1x, last exit code 0"),
               std::string::npos)

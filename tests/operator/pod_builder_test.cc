@@ -208,6 +208,21 @@ TEST(PodBuilder, RestartPolicyMapping) {
   }
 }
 
+// runPolicy.recovery InPlace: the operator replaces a failed pod itself at
+// once (the kubelet's restart would wait out its crash-loop backoff), and the
+// program is told it may recover in place.
+TEST(PodBuilder, RecoveryInPlaceLeavesRestartsToTheOperator) {
+  for (const char* policy : {"OnFailure", "Always", "ExitCode"}) {
+    json obj = testing::QuickstartObject();
+    obj["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = policy;
+    obj["spec"]["runPolicy"]["recovery"] = "InPlace";
+    auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+    ASSERT_TRUE(built.ok());
+    EXPECT_EQ(built->pod["spec"]["restartPolicy"], "Never") << policy;
+    EXPECT_EQ(EnvValue(built->pod["spec"]["containers"][0], "RINGMASTER_RECOVERY"), "InPlace") << policy;
+  }
+}
+
 TEST(PodBuilder, TemplateLabelsAndAnnotationsAreKept) {
   json obj = testing::QuickstartObject();
   obj["spec"]["replicaSpecs"]["Worker"]["template"]["metadata"] = {{"labels", {{"team", "ml"}}},

@@ -7,7 +7,7 @@
 //
 // <Type>=N (Chief, Worker, PS, Evaluator): replicas; restartPolicy: every
 // type's, <Type>.restartPolicy: one type's; backoffLimit,
-// activeDeadlineSeconds, ttlSecondsAfterFinished, cleanPodPolicy, suspend:
+// activeDeadlineSeconds, ttlSecondsAfterFinished, cleanPodPolicy, suspend, recovery:
 // runPolicy's; queue, priorityClass, minAvailable, scheduleTimeoutSeconds:
 // its schedulingPolicy's;
 // successPolicy; name. Other arguments are left to the harness.
@@ -33,8 +33,9 @@ inline nlohmann::json TranscriptValue(const std::string& text) {
 inline void ApplyJobArgs(const TranscriptCase& c, nlohmann::json& job,
                          const std::set<std::string>& others = {}) {
   static const std::set<std::string> kTypes = {"Chief", "Master", "Worker", "PS", "Evaluator"};
-  static const std::set<std::string> kRunPolicy = {"backoffLimit", "activeDeadlineSeconds",
-                                                   "ttlSecondsAfterFinished", "cleanPodPolicy", "suspend"};
+  static const std::set<std::string> kRunPolicy = {
+      "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy", "suspend",
+      "recovery"};
   nlohmann::json& spec = job["spec"];
   // The replica types first: restartPolicy applies to every one named.
   for (const auto& [key, value] : c.args) {

@@ -41,6 +41,17 @@ std::string_view RestartPolicyName(RestartPolicy p);
 enum class CleanPodPolicy { kAll, kRunning, kNone };
 std::string_view CleanPodPolicyName(CleanPodPolicy p);
 
+// spec.runPolicy.recovery: what a member's failure costs. Job (the
+// default): the failed replica restarts per its restartPolicy and, in most
+// programs, the others fail with it and restart too. InPlace: the program
+// recovers in place (Python's elastic.run, ringmaster-worker --recover):
+// the others keep running, the operator replaces the failed pod alone
+// (its restartPolicy decides whether; the kubelet's crash-loop backoff is
+// skipped), the job's condition is Recovering, naming it, and each
+// replacement counts against backoffLimit as a restart does.
+enum class RecoveryPolicy { kJob, kInPlace };
+std::string_view RecoveryPolicyName(RecoveryPolicy p);
+
 enum class SuccessPolicy { kDefault, kAllWorkers };
 
 struct ReplicaSpec {
@@ -97,6 +108,7 @@ struct RunPolicy {
   CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   bool suspend = false;
   SchedulingPolicy scheduling_policy;
+  RecoveryPolicy recovery = RecoveryPolicy::kJob;
 };
 
 // spec.communication.keySecretRef: the user's own Secret holding the job's

@@ -37,10 +37,21 @@ struct ReplicaObservation {
   bool gated = false;
 };
 
-enum class ConditionType { kCreated, kQueued, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
+// Recovering: runPolicy.recovery InPlace is replacing failed replicas alone
+// while the others keep running (Restarting is the same without it).
+enum class ConditionType {
+  kCreated,
+  kQueued,
+  kRunning,
+  kRestarting,
+  kSucceeded,
+  kFailed,
+  kSuspended,
+  kRecovering
+};
 inline constexpr ConditionType kAllConditionTypes[] = {
-    ConditionType::kCreated,   ConditionType::kQueued, ConditionType::kRunning,  ConditionType::kRestarting,
-    ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended};
+    ConditionType::kCreated,   ConditionType::kQueued, ConditionType::kRunning,   ConditionType::kRestarting,
+    ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended, ConditionType::kRecovering};
 std::string_view ConditionTypeName(ConditionType t);
 
 struct Condition {

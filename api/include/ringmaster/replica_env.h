@@ -23,6 +23,10 @@ namespace ringmaster {
 
 inline constexpr char kEnvTfConfig[] = "TF_CONFIG";
 inline constexpr char kEnvRestartCount[] = "RINGMASTER_RESTART_COUNT";
+// "InPlace" when spec.runPolicy.recovery is (absent otherwise): the program
+// may keep its process through another member's failure (ringmaster-worker
+// recovers in place by default then).
+inline constexpr char kEnvRecovery[] = "RINGMASTER_RECOVERY";
 inline constexpr char kEnvFormationTimeoutSeconds[] = "RINGMASTER_FORMATION_TIMEOUT_SECONDS";
 inline constexpr char kEnvHeartbeatTimeoutSeconds[] = "RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS";
 inline constexpr char kEnvStreams[] = "RINGMASTER_STREAMS";
@@ -62,7 +66,7 @@ struct ReplicaEnvOptions {
 
 // The environment of replica `key`: TF_CONFIG, the job's communication
 // options (CommunicationOptions::ToEnv, in its order), RINGMASTER_PORT, then
-// RINGMASTER_RESTART_COUNT, RINGMASTER_TERMINATION_LOG and
+// RINGMASTER_RECOVERY, RINGMASTER_RESTART_COUNT, RINGMASTER_TERMINATION_LOG and
 // RINGMASTER_JOB_KEY_FILE when given.
 // InvalidArgument when the job has no such replica.
 StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
