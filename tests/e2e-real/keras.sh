@@ -21,3 +21,71 @@ for who in "chief 0" "worker 0" "worker 1"; do
 done
 [ "$(sort -u <<<"${digests%$'\n'}" | wc -l)" = 1 ] || fail "the ranks ended with different weights: $digests"
 pass "Keras trained in 3 real pods; identical weights on every rank ($(head -c 16 <<<"$digests")...)"
+
+# Recovery in place with Keras in real pods (runPolicy.recovery InPlace):
+# tests/python/tf/elastic_worker.py (Horovod's elastic API, a commit every
+# batch) from a ConfigMap, in the same image. Worker 1 (rank 2) SIGKILLs
+# itself as batch 2 of epoch 1 begins; the operator replaces its pod alone;
+# the chief and worker 0 keep their processes and pods and give the new
+# one their state. Every rank ends with the weights of the same job run
+# without a failure.
+k -n "$NS" create configmap elastic-worker --from-file="$REPO_ROOT/tests/python/tf/elastic_worker.py" \
+  --dry-run=client -o yaml | k -n "$NS" apply -f - >/dev/null || fail "cannot create the elastic-worker ConfigMap"
+elastic_job() {  # NAME KILL
+  local replica
+  cat <<YAML
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: $1}
+spec:
+  communication: {timeoutSeconds: 120}
+  runPolicy: {backoffLimit: 2, cleanPodPolicy: None, recovery: InPlace}
+  replicaSpecs:
+YAML
+  for replica in "Chief 1" "Worker 2"; do
+    set -- "$1" "$2" $replica
+    cat <<YAML
+    $3:
+      replicas: $4
+      restartPolicy: OnFailure
+      template:
+        spec:
+          volumes: [{name: elastic, configMap: {name: elastic-worker}}]
+          containers:
+            - name: trainer
+              image: ghcr.io/ringmaster/keras-example:0.1.0
+              command: ["sh", "-c", 'exec "\${RINGMASTER_PYTHON:-python3}" /elastic/elastic_worker.py']
+              env: [{name: ELASTIC_KILL, value: "$2"}, {name: PYTHONUNBUFFERED, value: "1"}]
+              volumeMounts: [{name: elastic, mountPath: /elastic}]
+YAML
+  done
+}
+done_line() { k -n "$NS" logs "$1" | grep -E '^done rank [0-9] ' | tail -1; }
+elastic_job elastic-clean "" >"/tmp/$E2E_NAME-clean.yaml"
+elastic_job elastic-kill "1:2:2" >"/tmp/$E2E_NAME-kill.yaml"
+apply_job "/tmp/$E2E_NAME-clean.yaml"
+wait_job_state 480 elastic-clean Succeeded
+want=$(done_line "$(job_pod elastic-clean chief 0)" | sed -n 's/.*weights sha256 //p')
+[ -n "$want" ] || fail "the uninterrupted job printed no weights: $(k -n "$NS" logs "$(job_pod elastic-clean chief 0)" | tail -5)"
+apply_job "/tmp/$E2E_NAME-kill.yaml"
+wait_for 240 "the elastic job's three pods" bash -c \
+  "[ \"\$(kubectl -n $NS get pods -l ringmaster.io/job-name=elastic-kill -o name | wc -l)\" = 3 ]"
+chief=$(job_pod elastic-kill chief 0); worker0=$(job_pod elastic-kill worker 0); victim=$(job_pod elastic-kill worker 1)
+uids=$(k -n "$NS" get pod "$chief" "$worker0" "$victim" -o 'jsonpath={range .items[*]}{.metadata.uid} {end}')
+read -r chief_uid w0_uid victim_uid <<<"$uids"
+wait_job_state 480 elastic-kill Succeeded
+[ "$(k -n "$NS" get pod "$victim" -o 'jsonpath={.metadata.uid}')" != "$victim_uid" ] || fail "worker 1's pod was not replaced"
+expect_eq "the job's restartCount" "$(k -n "$NS" get djob elastic-kill -o 'jsonpath={.status.restartCount}')" 1
+for pod in "$chief" "$worker0"; do
+  expect_eq "$pod's restart count" "$(k -n "$NS" get pod "$pod" -o 'jsonpath={.status.containerStatuses[0].restartCount}')" 0
+  expect_eq "$pod's starts" "$(k -n "$NS" logs "$pod" | grep -c '^start rank ')" 1
+  k -n "$NS" logs "$pod" | grep -q '^reset rank ' || fail "$pod did not recover in place: $(k -n "$NS" logs "$pod" | tail -5)"
+  steps=$(done_line "$pod" | sed -n 's/.* steps \([0-9]*\) .*/\1/p')
+  [ -n "$steps" ] && [ "$steps" -le 25 ] || fail "$pod trained ${steps:-?} steps, want at most 24 + the one in flight"
+done
+expect_eq "the chief's pod" "$(k -n "$NS" get pod "$chief" -o 'jsonpath={.metadata.uid}')" "$chief_uid"
+expect_eq "worker 0's pod" "$(k -n "$NS" get pod "$worker0" -o 'jsonpath={.metadata.uid}')" "$w0_uid"
+for pod in "$chief" "$worker0" "$victim"; do
+  expect_eq "$pod's weights" "$(done_line "$pod" | sed -n 's/.*weights sha256 //p')" "$want"
+done
+pass "Keras recovered in place in real pods: worker 1 alone replaced, the others kept their pods and processes, weights equal to an uninterrupted run's on every rank"

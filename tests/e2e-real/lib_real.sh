@@ -9,7 +9,8 @@
 # The in-cluster operator's namespace and the namespaces it watches: one per
 # real-pod test, fixed so that the chart's Roles can be granted at install.
 OPERATOR_NS=ringmaster-system
-REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras rm-real-kueue rm-real-intruder)
+REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras rm-real-kueue rm-real-intruder
+                 rm-real-recovery)
 RELEASE=rm
 REAL_NODE=${RINGMASTER_REAL_NODE:-ringmaster-real-0}
 WORKER_IMAGE=ghcr.io/ringmaster/worker:0.1.0
@@ -85,6 +86,19 @@ pods_settled() {
 job_pod() {  # JOB TYPE INDEX: the pod's name
   k -n "$NS" get pods -l "ringmaster.io/job-name=$1,ringmaster.io/replica-type=$2,ringmaster.io/replica-index=$3" \
     -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null || true
+}
+
+# kill_container NAMESPACE POD: SIGKILL to the pod's (first) container's
+# process from the host, found through containerd: what the OOM killer or a
+# node's loss does, not a signal the process sends itself (which as a
+# container's PID 1 it would ignore). Prints the kill's time (s.ns).
+kill_container() {
+  local cid pid
+  cid=$(k -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].containerID}')
+  pid=$(ctr --address "$RINGMASTER_CONTAINERD_ADDRESS" -n k8s.io task ls | awk -v c="${cid#containerd://}" '$1 == c { print $2 }')
+  [ -n "$pid" ] || fail "no task for $2's container ${cid:-?}"
+  date +%s.%N
+  kill -KILL "$pid" || fail "kill -KILL $pid ($2) failed"
 }
 
 condition_message() {  # JOB TYPE

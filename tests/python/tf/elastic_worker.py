@@ -7,8 +7,12 @@ EPOCHS epochs of STEPS steps, committing every batch. Each rank starts from
 different weights on purpose (the first sync makes them rank 0's).
 
 $ELASTIC_KILL="EPOCH:BATCH:RANK[,...]": that rank's first incarnation
-(RINGMASTER_RESTART_COUNT 0) kills itself with SIGKILL as batch BATCH of
-epoch EPOCH begins. $ELASTIC_OUT: a directory for each rank's final weights
+kills itself with SIGKILL as batch BATCH of epoch EPOCH begins. "First":
+RINGMASTER_RESTART_COUNT 0 or unset (`ringmaster run` counts; a pod the
+operator replaces has none), the process has trained a step itself (a new
+incarnation resumes right at that batch) and $ELASTIC_KILL_MARKER, when
+set, does not exist yet (it is created first: a file on a volume that
+outlives the container, for restarts the kubelet makes in place). $ELASTIC_OUT: a directory for each rank's final weights
 (rank-R.npz). $ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of
 the run (the benchmark's). $ELASTIC_MODE=checkpoint: what users do without
 recovery in place, for the benchmark: no elastic API; a checkpoint at each
@@ -67,6 +71,7 @@ def main() -> int:
     xs, ys = x[rank::size], y[rank::size]
 
     steps_done = [0]
+    marker = os.environ.get("ELASTIC_KILL_MARKER")
     checkpointing = os.environ.get("ELASTIC_MODE") == "checkpoint"
     if checkpointing:
         state = None
@@ -83,9 +88,14 @@ def main() -> int:
                 where.update(epoch=epoch, batch=0)
 
         def on_train_batch_begin(self, batch, logs=None):
-            if first and (where["epoch"], where["batch"], rank) in kills:
+            if first and steps_done[0] > 0 and (where["epoch"], where["batch"], rank) in kills:
+                if marker:
+                    if os.path.exists(marker):
+                        return
+                    open(marker, "w").close()
                 say(f"kill rank {rank} pid {pid} epoch {where['epoch']} batch {where['batch']}")
                 os.kill(pid, signal.SIGKILL)
+                os._exit(137)  # PID 1 of a container ignores its own SIGKILL: die as abruptly
 
         def on_train_batch_end(self, batch, logs=None):
             steps_done[0] += 1
