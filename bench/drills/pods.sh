@@ -22,6 +22,7 @@
 #
 #   scripts/testbed up && scripts/testbed exec scripts/images load worker
 #   [RECOVERY=InPlace] scripts/testbed exec bash bench/drills/pods.sh build/bin/ringmaster-operator build/bin/ringmaster [N]
+# (STEPS: the job's steps, default 60.)
 #
 # Prints one line per drill and a summary (reports / 2N, delays' median,
 # 95th percentile and maximum; with recovery, the same of the recovery
@@ -30,9 +31,12 @@
 . "$(dirname "$0")/../../tests/e2e-operator/lib_operator.sh"
 N=${3:-30}
 setup
+# install_crd applies manifests/, whose Deployment would run a second
+# operator beside this one (it watches every namespace): not here.
+k -n ringmaster-system delete deployment ringmaster-operator --ignore-not-found >/dev/null
 start_operator op --leader-elect=false
 IMAGE=ghcr.io/ringmaster/worker:0.1.0
-ARGS='"--model", "resnet50", "--steps", "60"'
+ARGS="\"--model\", \"resnet50\", \"--steps\", \"${STEPS:-60}\""
 RUN_POLICY='{backoffLimit: 0, cleanPodPolicy: None}' RESTART=Never
 if [ "${RECOVERY:-}" = InPlace ]; then
   RUN_POLICY='{backoffLimit: 3, cleanPodPolicy: None, recovery: InPlace}' RESTART=OnFailure

@@ -20,6 +20,9 @@
 . "$(dirname "$0")/../../tests/e2e-operator/lib_operator.sh"
 ROUNDS=${3:-3}
 setup
+# install_crd applies manifests/, whose Deployment would run a second
+# operator beside this one (it watches every namespace): not here.
+k -n ringmaster-system delete deployment ringmaster-operator --ignore-not-found >/dev/null
 start_operator op --leader-elect=false
 k -n "$NS" create configmap elastic-worker --from-file="$REPO_ROOT/tests/python/tf/elastic_worker.py" >/dev/null ||
   fail "cannot create the ConfigMap"

@@ -2,17 +2,15 @@
 `KerasState`, the commit/batch/epoch callbacks), under `ringmaster run`.
 
 A chief and two workers of elastic_worker.py, restartPolicy OnFailure.
-test_elastic_keras_recovers_in_place: worker 1 (rank 2) kills itself with
-SIGKILL in the middle of `model.fit` (as batch 2 of epoch 1 begins). The
-survivors keep their processes (their PIDs do not change, `ringmaster run`
-started them once), only the victim restarts; the survivors reset, the new
-incarnation takes their committed state, and training goes on having lost
-at most the step in flight. At the end the weights are bit-identical on
-every rank and equal (rtol 1e-5) to an uninterrupted run of the same
-batches.
-test_elastic_keras_two_failures_the_leaders_included: worker 1 dies in
-epoch 1, then the chief (rank 0, which hosts formation) in epoch 2; the
-same checks.
+test_elastic_keras_recovers_in_place_twice_the_leader_included: worker 1
+(rank 2) kills itself with SIGKILL in the middle of `model.fit` (as batch 2
+of epoch 1 begins), then the chief (rank 0, which hosts formation) as batch
+4 of epoch 2 begins. The survivors keep their processes (their PIDs do not
+change, `ringmaster run` started them once), only the victims restart; the
+survivors reset, each new incarnation takes their committed state, and
+training goes on having lost at most the step in flight. At the end the
+weights are bit-identical on every rank and equal (rtol 1e-5) to an
+uninterrupted run of the same batches.
 """
 from __future__ import annotations
 
@@ -87,15 +85,12 @@ def check_recovered(out: str, weights: dict, reference: dict, victims: set) -> N
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=0)
 
 
-def test_elastic_keras_recovers_in_place(uninterrupted, tmp_path):
-    out, weights = run_job(tmp_path, "elastic-kill", kill="1:2:2")
-    check_recovered(out, weights, uninterrupted, victims={2})
-    # The survivors say who failed, and where the group resumed.
-    assert re.search(r"^\[(chief-0|worker-0)\] .*/job:worker/task:1", out, re.M), out[-6000:]
-    assert re.search(r"resuming after step \d+ from /job:(chief|worker)/task:0; /job:worker/task:1 takes its state",
-                     out), out[-6000:]
-
-
-def test_elastic_keras_two_failures_the_leaders_included(uninterrupted, tmp_path):
-    out, weights = run_job(tmp_path, "elastic-kill2", kill="1:2:2,2:4:0")
+def test_elastic_keras_recovers_in_place_twice_the_leader_included(uninterrupted, tmp_path):
+    out, weights = run_job(tmp_path, "elastic-kill", kill="1:2:2,2:4:0")
     check_recovered(out, weights, uninterrupted, victims={0, 2})
+    # The survivors said who failed, and where the group resumed each time.
+    assert re.search(r"^\[(chief-0|worker-0)\] .*/job:worker/task:1", out, re.M), out[-6000:]
+    assert re.search(r"resuming after step 8 from /job:(chief|worker)/task:0; /job:worker/task:1 takes its state",
+                     out), out[-6000:]
+    assert re.search(r"resuming after step 16 from /job:worker/task:[01]; /job:chief/task:0 takes its state",
+                     out), out[-6000:]
