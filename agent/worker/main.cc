@@ -72,8 +72,8 @@ const char kUsage[] =
     "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
     "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
     "--recover (also when RINGMASTER_RECOVERY=InPlace: runPolicy.recovery): recovery in place. When\n"
-    "a member fails, the survivors keep running, form the group\n"
-    "again with its new incarnation (the same task restarted), agree on the last completed step,\n"
+    "a member fails, the survivors keep running, form the group again with its new incarnation\n"
+    "(the same task restarted), agree on the last completed step,\n"
     "broadcast that step's result (the state) to whoever lacks it, verify it, and go on; a new\n"
     "incarnation joining a running group does the same from its first call. --crash-in-recovery\n"
     "(a drill, first start only) dies with SIGKILL in a recovery, right after the group re-formed.\n"
@@ -316,7 +316,6 @@ int main(int argc, char** argv) {
   // out names who did not come back).
   constexpr int kRecoveryAttempts = 3;
   auto recover = [&](int done, bool reform, Clock::time_point failed_at) -> int {
-    Status last;
     for (int attempt = 0; attempt < kRecoveryAttempts; ++attempt) {
       if (reform || attempt > 0) {
         if (Status re = comm->Reform(); !re.ok()) {
@@ -331,13 +330,11 @@ int main(int argc, char** argv) {
       }
       auto p = comm->AgreeOnResume(done);
       if (!p.ok()) {
-        last = p.status();
-        ErrLine("ringmaster-worker ", me, ": recovery: ", last.ToString());
+        ErrLine("ringmaster-worker ", me, ": recovery: ", p.status().ToString());
         continue;
       }
       if (p->step < 0) return 0;  // a first start: nobody holds state
       if (Status st = comm->Broadcast(state, p->root); !st.ok()) {
-        last = st;
         ErrLine("ringmaster-worker ", me, ": recovery: taking the state of step ", p->step, ": ",
                 st.ToString());
         if (comm->rank() != p->root) done = -1;  // partly overwritten
