@@ -2,7 +2,8 @@
 # Recovery in place against a whole-job restart from a checkpoint, in real
 # pods (issue 26, item 8): the Keras job of tests/python/tf/elastic_worker.py
 # (from a ConfigMap, in the keras-example image; a chief and two workers on
-# the testbed's real node, 4 epochs of 6 steps), worker 1's process
+# the testbed's real node, 4 epochs of 6 steps, each step followed by a
+# 0.3 s sleep so that the kill lands near its mark), worker 1's process
 # SIGKILLed from the host (containerd's task) once the chief has finished
 # batch 2 of epoch 1. Two modes, ROUNDS (3) rounds each:
 #   in place    runPolicy.recovery InPlace, @hvd.elastic.run: the operator
@@ -48,7 +49,7 @@ job_yaml_for() {  # NAME MODE
               image: ghcr.io/ringmaster/keras-example:0.1.0
               imagePullPolicy: Never
               command: ["sh", "-c", 'exec python3 /elastic/elastic_worker.py']
-              env: [{name: PYTHONUNBUFFERED, value: "1"}$env]
+              env: [{name: PYTHONUNBUFFERED, value: "1"}, {name: ELASTIC_STEP_SLEEP, value: "0.3"}$env]
               volumeMounts: [{name: elastic, mountPath: /elastic}, {name: scratch, mountPath: /scratch}]
 YAML
   done
@@ -63,27 +64,32 @@ for i in $(seq 1 "$ROUNDS"); do
     cid=$(k -n "$NS" get pod "$job-worker-1" -o 'jsonpath={.status.containerStatuses[0].containerID}')
     pid=$(ctr --address "$RINGMASTER_CONTAINERD_ADDRESS" -n k8s.io task ls | awk -v c="${cid#containerd://}" '$1 == c { print $2 }')
     [ -n "$pid" ] || fail "$job: no task for worker 1's container"
+    # Where the chief stands as it is killed (each step sleeps 0.3 s after its line): a
+    # container the kubelet restarts more than once keeps only its last --previous log.
+    at=$(k -n "$NS" logs "$job-chief-0" | sed -n 's/^step rank 0 pid [0-9]* epoch \([0-9]*\) batch \([0-9]*\) .*/\1 \2/p' | tail -1)
     t0=$(date +%s.%N)
     kill -KILL "$pid" || fail "$job: kill -KILL $pid failed"
+    kill_pos=$(( ${at% *} * 6 + ${at#* } ))
     wait_state 600 "$job" Succeeded
     logs=""
     for p in "$job-chief-0" "$job-worker-0" "$job-worker-1"; do  # a container the kubelet restarted: both
       logs+=$(k -n "$NS" logs "$p" --previous 2>/dev/null || true)$'\n'$(k -n "$NS" logs "$p")$'\n'
     done
     # From the kill: the first step each rank finished after its recovery began (its reset, or
-    # its new process's start); the steps lost: the chief's last step before the kill minus the
-    # position training resumed from.
-    res=$(python3 - "$t0" <<'PY' <<<"$logs"
+    # its new process's start); the steps lost: the furthest step finished before the kill minus
+    # the position training resumed from.
+    printf '%s' "$logs" >"$LOGDIR/$job.logs"
+    res=$(python3 - "$t0" "$LOGDIR/$job.logs" "$kill_pos" <<'PY'
 import re, sys
 t0, steps = float(sys.argv[1]), 6
-text = sys.stdin.read()
-began, first, last_before = {}, {}, 0
+text = open(sys.argv[2]).read()
+began, first, last_before = {}, {}, int(sys.argv[3])
 for m in re.finditer(r"^(reset|start) rank (\d) pid \d+ (?:restart \S+ )?at ([\d.]+)$", text, re.M):
     if float(m[3]) > t0:
         began.setdefault(m[2], float(m[3]))
 for m in re.finditer(r"^step rank (\d) pid \d+ epoch (\d+) batch (\d+) at ([\d.]+)$", text, re.M):
     r, pos, at = m[1], int(m[2]) * steps + int(m[3]), float(m[4])
-    if r == "0" and at < t0:
+    if at < t0:  # the kill's position: the furthest any rank had come
         last_before = max(last_before, pos)
     if r in began and at > began[r] and r not in first:
         first[r] = (at - t0, pos - 1)

@@ -14,7 +14,8 @@ incarnation resumes right at that batch) and $ELASTIC_KILL_MARKER, when
 set, does not exist yet (it is created first: a file on a volume that
 outlives the container, for restarts the kubelet makes in place). $ELASTIC_OUT: a directory for each rank's final weights
 (rank-R.npz). $ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of
-the run (the benchmark's). $ELASTIC_MODE=checkpoint: what users do without
+the run (the benchmark's); $ELASTIC_STEP_SLEEP: seconds each step sleeps
+after it (a benchmark that kills from outside at a given step polls logs). $ELASTIC_MODE=checkpoint: what users do without
 recovery in place, for the benchmark: no elastic API; a checkpoint at each
 epoch's end ($RINGMASTER_CHECKPOINT_DIR), restored by every rank at start;
 a member's failure fails the others too and the whole job restarts from it.
@@ -44,6 +45,7 @@ EPOCHS = int(os.environ.get("ELASTIC_EPOCHS", "4"))
 STEPS = int(os.environ.get("ELASTIC_STEPS", "6"))
 HIDDEN = int(os.environ.get("ELASTIC_HIDDEN", "16"))
 LOCAL_BATCH = 8
+STEP_SLEEP = float(os.environ.get("ELASTIC_STEP_SLEEP", "0"))
 
 
 def say(text: str) -> None:
@@ -102,6 +104,7 @@ def main() -> int:
             if checkpointing:
                 where["batch"] = batch + 1
             say(f"step rank {rank} pid {pid} epoch {where['epoch']} batch {where['batch']}")
+            time.sleep(STEP_SLEEP)  # after the line: its time is the step's end
 
     @hvd.elastic.run
     def train(state):
