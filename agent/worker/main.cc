@@ -378,8 +378,8 @@ int main(int argc, char** argv) {
     if (step == f.crash_at && first_start) {
       auto h = comm->AllReduceAsync(tensors, f.op);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::cout << "ringmaster-worker " << me << ": crashing at step " << step << " (drill, at unix ms "
-                << UnixMs() << ")" << std::endl;
+      std::cout << "ringmaster-worker " << me << ": crashing at step " << step << " (drill) at unix ms "
+                << UnixMs() << std::endl;
       ::raise(SIGKILL);
       // Still here: we are PID 1 of a PID namespace (a container without an
       // init), which ignores signals it sends itself, SIGKILL included. Die

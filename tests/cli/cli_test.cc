@@ -293,9 +293,18 @@ TEST(Cli, RunQuickstart) {
   EXPECT_NE(r.output.find("job quickstart: Succeeded"), std::string::npos) << r.output;
 }
 
+// Whether `out` has a line matching `pattern` (ECMAScript, one whole line).
+bool HasLine(const std::string& out, const std::string& pattern) {
+  return std::regex_search(out, std::regex("(^|\n)" + pattern + "(\n|$)"));
+}
+
+// The step a recovery resumes after depends on timing: a victim killed in
+// the middle of step K's all-reduce may have sent all its data to one
+// survivor, which then finishes K while the others do not (the group takes
+// K from it). Hence [K-1 or K] below.
 TEST(Cli, RunRecoveryExampleRestartsOnlyTheVictim) {
   // worker 1 dies in step 3; the chief and worker 0 keep their processes,
-  // re-form with its new incarnation and give it step 2's state.
+  // re-form with its new incarnation and give it the state of step 2 (or 3).
   auto r = Ringmaster("run " + Src("examples/recovery.yaml"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("job recovery: Succeeded"), std::string::npos) << r.output;
@@ -310,21 +319,16 @@ TEST(Cli, RunRecoveryExampleRestartsOnlyTheVictim) {
               std::string::npos)
         << who << "\n"
         << r.output;
-    EXPECT_NE(r.output.find(std::string("[") + who + "] ringmaster-worker /job:"), std::string::npos);
   }
   EXPECT_NE(r.output.find("[ringmaster]   worker-1: started 2x, last exit code 0"), std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("[chief-0] ringmaster-worker /job:chief/task:0: recovered: resuming after step 2 "
-                          "from rank 0"),
-            std::string::npos)
+  const std::string after = "resuming after step [23] from rank [01] \\(.*";
+  EXPECT_TRUE(HasLine(r.output, "\\[chief-0\\] ringmaster-worker /job:chief/task:0: recovered: " + after))
       << r.output;
-  EXPECT_NE(
-      r.output.find("[worker-0] ringmaster-worker /job:worker/task:0: recovered: resuming after step 2 "),
-      std::string::npos)
+  EXPECT_TRUE(HasLine(r.output, "\\[worker-0\\] ringmaster-worker /job:worker/task:0: recovered: " + after))
       << r.output;
-  EXPECT_NE(r.output.find("[worker-1] ringmaster-worker /job:worker/task:1: joined a running group: resuming "
-                          "after step 2 from rank 0"),
-            std::string::npos)
+  EXPECT_TRUE(HasLine(
+      r.output, "\\[worker-1\\] ringmaster-worker /job:worker/task:1: joined a running group: " + after))
       << r.output;
   EXPECT_NE(r.output.find("/job:chief/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
   EXPECT_NE(r.output.find("/job:worker/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
@@ -340,10 +344,10 @@ TEST(Cli, RunRecoversTwiceTheSecondTimeFromTheLeadersFailure) {
   EXPECT_NE(r.output.find("[ringmaster]   chief-0: started 2x"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("/job:worker/task:0: 8 steps verified (2 recoveries in place)"), std::string::npos)
       << r.output;
-  // The chief's new incarnation hosts formation again and takes worker 0's state.
-  EXPECT_NE(r.output.find("[chief-0] ringmaster-worker /job:chief/task:0: joined a running group: resuming "
-                          "after step 5 from rank 1"),
-            std::string::npos)
+  // The chief's new incarnation hosts formation again and takes a worker's state.
+  EXPECT_TRUE(HasLine(r.output,
+                      "\\[chief-0\\] ringmaster-worker /job:chief/task:0: joined a running group: resuming "
+                      "after step [45] from rank [12] \\(.*"))
       << r.output;
 }
 
@@ -356,10 +360,10 @@ TEST(Cli, RunRecoveryStartsOverWhenAMemberFailsDuringIt) {
       r.output.find("[worker-0] ringmaster-worker /job:worker/task:0: crashing in the recovery (drill)"),
       std::string::npos)
       << r.output;
-  // The chief alone still holds step 2's state: both workers take it.
-  EXPECT_NE(r.output.find("[chief-0] ringmaster: /job:chief/task:0: resuming after step 2 from "
-                          "/job:chief/task:0; /job:worker/task:0 and /job:worker/task:1 take its state"),
-            std::string::npos)
+  // The chief alone still holds the state (of step 1 or 2): both workers take it.
+  EXPECT_TRUE(HasLine(r.output,
+                      "\\[chief-0\\] ringmaster: /job:chief/task:0: resuming after step [12] from "
+                      "/job:chief/task:0; /job:worker/task:0 and /job:worker/task:1 take its state"))
       << r.output;
   EXPECT_NE(r.output.find("/job:chief/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos)
       << r.output;
