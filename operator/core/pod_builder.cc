@@ -173,9 +173,10 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
       tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
   podspec["hostname"] = PodName(job.name, key);
   podspec["subdomain"] = job.name;
-  // Recovering in place, the operator replaces a failed pod itself, at once:
-  // the kubelet's restart would wait out its crash-loop backoff (10 s and
-  // more) while the survivors wait for the member.
+  // Recovering in place, the operator replaces a failed pod itself, at once,
+  // and so sees, counts and names each restart; the kubelet's own restart
+  // waits out its crash-loop backoff (10 s, 20 s, ...) from a container's
+  // second failure on, while the survivors wait for the member.
   podspec["restartPolicy"] =
       job.run_policy.recovery == RecoveryPolicy::kInPlace ? "Never" : PodRestartPolicy(spec->restart_policy);
   if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;

@@ -209,7 +209,7 @@ TEST(PodBuilder, RestartPolicyMapping) {
 }
 
 // runPolicy.recovery InPlace: the operator replaces a failed pod itself at
-// once (the kubelet's restart would wait out its crash-loop backoff), and the
+// once (the kubelet's restart waits out its crash-loop backoff on repeated failures), and the
 // program is told it may recover in place.
 TEST(PodBuilder, RecoveryInPlaceLeavesRestartsToTheOperator) {
   for (const char* policy : {"OnFailure", "Always", "ExitCode"}) {

@@ -46,9 +46,9 @@ std::string_view CleanPodPolicyName(CleanPodPolicy p);
 // programs, the others fail with it and restart too. InPlace: the program
 // recovers in place (Python's elastic.run, ringmaster-worker --recover):
 // the others keep running, the operator replaces the failed pod alone
-// (its restartPolicy decides whether; the kubelet's crash-loop backoff is
-// skipped), the job's condition is Recovering, naming it, and each
-// replacement counts against backoffLimit as a restart does.
+// (its restartPolicy decides whether; the kubelet's crash-loop backoff on
+// repeated failures is skipped), the job's condition is Recovering, naming
+// it, and each replacement counts against backoffLimit as a restart does.
 enum class RecoveryPolicy { kJob, kInPlace };
 std::string_view RecoveryPolicyName(RecoveryPolicy p);
 
