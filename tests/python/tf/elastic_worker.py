@@ -12,13 +12,15 @@ RINGMASTER_RESTART_COUNT 0 or unset (`ringmaster run` counts; a pod the
 operator replaces has none), the process has trained a step itself (a new
 incarnation resumes right at that batch) and $ELASTIC_KILL_MARKER, when
 set, does not exist yet (it is created first: a file on a volume that
-outlives the container, for restarts the kubelet makes in place). $ELASTIC_OUT: a directory for each rank's final weights
-(rank-R.npz). $ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of
-the run (the benchmark's); $ELASTIC_STEP_SLEEP: seconds each step sleeps
-after it (a benchmark that kills from outside at a given step polls logs). $ELASTIC_MODE=checkpoint: what users do without
-recovery in place, for the benchmark: no elastic API; a checkpoint at each
-epoch's end ($RINGMASTER_CHECKPOINT_DIR), restored by every rank at start;
-a member's failure fails the others too and the whole job restarts from it.
+outlives the container, for restarts the kubelet makes in place).
+$ELASTIC_OUT: a directory for each rank's final weights (rank-R.npz).
+$ELASTIC_EPOCHS, $ELASTIC_STEPS, $ELASTIC_HIDDEN: the size of the run (the
+benchmark's); $ELASTIC_STEP_SLEEP: seconds each step sleeps after it (a
+benchmark that kills from outside at a given step polls logs).
+$ELASTIC_MODE=checkpoint: what users do without recovery in place, for the
+benchmark: no elastic API; a checkpoint at each epoch's end
+($RINGMASTER_CHECKPOINT_DIR), restored by every rank at start; a member's
+failure fails the others too and the whole job restarts from it.
 Lines (unix times in seconds):
   start rank R pid P restart N at T
   step rank R pid P epoch E batch B at T      (every finished batch)
