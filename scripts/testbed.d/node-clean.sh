@@ -93,7 +93,9 @@ node_unmount() {
   done
 }
 
-node_mounts_left() { awk '{ print $5 }' /proc/self/mountinfo | grep -q "^$RUN_DIR/"; }
+# One process, not awk | grep -q: under pipefail an early match would be a
+# SIGPIPE'd awk, and so "no mounts left".
+node_mounts_left() { awk -v d="$RUN_DIR/" 'index($5, d) == 1 { n++ } END { exit n == 0 }' /proc/self/mountinfo; }
 
 chain_is_new() { grep -qxF "$1" "$NODE_DIR/chains.new"; }
 

@@ -103,7 +103,7 @@ wait_for 30 "second's 2 pods, gated" held second 2
 sleep 3   # a moment for a wrong admission or binding to show
 expect_held second 2 "with first running"
 expect_eq "second's Queued reason" "$(condition_reason second Queued)" WaitingForAdmission
-k -n "$NS" get djob second --no-headers | grep -qw Queued || fail "kubectl get djob does not show second as Queued: $(k -n "$NS" get djob second)"
+grep -qw Queued <<<"$(k -n "$NS" get djob second --no-headers)" || fail "kubectl get djob does not show second as Queued: $(k -n "$NS" get djob second)"
 expect_eq "second's start time while queued" "$(jp djob second '{.status.startTime}')" ""
 pass "second (2 x 2 cpu, no quota left): Queued, both pods gated and unscheduled, 'kubectl get djob' says Queued"
 

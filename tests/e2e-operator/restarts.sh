@@ -31,7 +31,7 @@ pod_exit code-worker-1 3
 wait_state 60 code Failed
 expect_eq "reason" "$(condition_reason code Failed)" ReplicaFailed
 expect_eq "restartCount" "$(k -n "$NS" get djob code -o 'jsonpath={.status.restartCount}')" 0
-k -n "$NS" describe djob code | grep -q "ReplicaFailed" || fail "no ReplicaFailed event"
+grep -q "ReplicaFailed" <<<"$(k -n "$NS" describe djob code)" || fail "no ReplicaFailed event"
 pass "exit 3 -> Failed ReplicaFailed without a restart"
 
 job_yaml onfail 1 OnFailure 0 '{backoffLimit: 3}' | k -n "$NS" apply -f - >/dev/null
@@ -39,5 +39,5 @@ wait_pods_running 90 onfail 1
 uid=$(pod_uid onfail-worker-0)
 pod_exit onfail-worker-0 1
 wait_for 60 "worker 0 (OnFailure) to be recreated" bash -c "u=\$(kubectl -n $NS get pod onfail-worker-0 -o jsonpath={.metadata.uid} 2>/dev/null); [ -n \"\$u\" ] && [ \"\$u\" != $uid ]"
-k -n "$NS" describe djob onfail | grep -q "JobRestarting" || fail "no JobRestarting event"
+grep -q "JobRestarting" <<<"$(k -n "$NS" describe djob onfail)" || fail "no JobRestarting event"
 pass "OnFailure: exit 1 -> restarted"

@@ -60,6 +60,10 @@ YAML
 YAML
   done
 }
+all_logs() {  # every elastic-kill pod's whole log (a failure's evidence)
+  local p
+  for p in "$chief" "$worker0" "$victim"; do printf '\n--- %s\n%s' "$p" "$(k -n "$NS" logs "$p" 2>&1)"; done
+}
 done_line() { k -n "$NS" logs "$1" | grep -E '^done rank [0-9] ' | tail -1; }
 elastic_job elastic-clean "" >"/tmp/$E2E_NAME-clean.yaml"
 elastic_job elastic-kill "1:2:2" >"/tmp/$E2E_NAME-kill.yaml"
@@ -71,7 +75,7 @@ wait_for 240 "the elastic job's three pods" bash -c \
 chief=$(job_pod elastic-kill chief 0); worker0=$(job_pod elastic-kill worker 0); victim=$(job_pod elastic-kill worker 1)
 uids=$(k -n "$NS" get pod "$chief" "$worker0" "$victim" -o 'jsonpath={range .items[*]}{.metadata.uid} {end}')
 read -r chief_uid w0_uid victim_uid <<<"$uids"
-k -n "$NS" logs "$victim" 2>/dev/null | grep -q '^kill rank' && fail "worker 1 was killed before its pod's UID was read"
+log_has "$victim" '^kill rank' && fail "worker 1 was killed before its pod's UID was read"
 wait_job_state 480 elastic-clean Succeeded
 want=$(done_line "$(job_pod elastic-clean chief 0)" | sed -n 's/.*weights sha256 //p')
 [ -n "$want" ] || fail "the uninterrupted job printed no weights: $(k -n "$NS" logs "$(job_pod elastic-clean chief 0)" | tail -5)"
@@ -81,7 +85,7 @@ expect_eq "the job's restartCount" "$(k -n "$NS" get djob elastic-kill -o 'jsonp
 for pod in "$chief" "$worker0"; do
   expect_eq "$pod's restart count" "$(k -n "$NS" get pod "$pod" -o 'jsonpath={.status.containerStatuses[0].restartCount}')" 0
   expect_eq "$pod's starts" "$(k -n "$NS" logs "$pod" | grep -c '^start rank ')" 1
-  k -n "$NS" logs "$pod" | grep -q '^reset rank ' || fail "$pod did not recover in place: $(k -n "$NS" logs "$pod" | tail -5)"
+  log_has "$pod" '^reset rank ' || fail "$pod did not recover in place; the logs: $(all_logs)"
   steps=$(done_line "$pod" | sed -n 's/.* steps \([0-9]*\) .*/\1/p')
   [ -n "$steps" ] && [ "$steps" -le 25 ] || fail "$pod trained ${steps:-?} steps, want at most 24 + the one in flight"
 done

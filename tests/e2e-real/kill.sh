@@ -42,6 +42,6 @@ wait_for 120 "the operator to recreate $victim" bash -c \
   "u=\$(kubectl -n $NS get pod $victim -o 'jsonpath={.metadata.uid}' 2>/dev/null); [ -n \"\$u\" ] && [ \"\$u\" != $uid ]"
 wait_job_state 300 "$job" Succeeded
 for pod in "$chief" "$worker0" "$victim"; do
-  k -n "$NS" logs "$pod" | grep -q "$steps steps verified" || fail "$pod did not verify $steps steps after the restart"
+  log_has "$pod" "$steps steps verified" || fail "$pod did not verify $steps steps after the restart"
 done
 pass "the operator recreated $victim; the group formed again and the job Succeeded"

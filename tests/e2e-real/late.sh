@@ -19,6 +19,6 @@ chief=$(job_pod "$job" chief 0); late=$(job_pod "$job" worker 1)
 gap=$(( $(started "$late") - $(started "$chief") ))
 [ "$gap" -ge 15 ] || fail "worker 1 started only ${gap}s after the chief: its init container did not hold it back"
 for pod in "$chief" "$(job_pod "$job" worker 0)" "$late"; do
-  k -n "$NS" logs "$pod" | grep -q "3 steps verified" || fail "$pod did not verify its steps: $(k -n "$NS" logs "$pod" | tail -5)"
+  log_has "$pod" "3 steps verified" || fail "$pod did not verify its steps: $(k -n "$NS" logs "$pod" | tail -5)"
 done
 pass "worker 1 started ${gap}s after the chief; the others waited, formed with it, and the job Succeeded"

@@ -88,6 +88,15 @@ job_pod() {  # JOB TYPE INDEX: the pod's name
     -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null || true
 }
 
+# log_has POD ERE: whether the pod's log (in $NS) has a line matching ERE.
+# The log is read whole first: `kubectl logs | grep -q` under pipefail fails
+# when grep stops at a match before the end and kubectl dies of SIGPIPE.
+log_has() {
+  local log
+  log=$(k -n "$NS" logs "$1" 2>/dev/null) || return 1
+  grep -qE -- "$2" <<<"$log"
+}
+
 # kill_container NAMESPACE POD: SIGKILL to the pod's (first) container's
 # process from the host, found through containerd: what the OOM killer or a
 # node's loss does, not a signal the process sends itself (which as a

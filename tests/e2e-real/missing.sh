@@ -15,5 +15,5 @@ grep -q "/job:worker/task:0" <<<"$msg" || fail "the job's Failed condition does 
 grep -qiE "formation|never joined|did not join|missing" <<<"$msg" || fail "the Failed condition does not say formation failed: $msg"
 pass "formation failed naming the missing task; the job's condition: $msg"
 chief=$(job_pod "$job" chief 0)
-[ -z "$chief" ] || k -n "$NS" logs "$chief" | grep -q "/job:worker/task:0" ||
+[ -z "$chief" ] || log_has "$chief" "/job:worker/task:0" ||
   fail "the chief's log does not name the missing task"

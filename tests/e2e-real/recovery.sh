@@ -68,11 +68,11 @@ for pod in "$chief" "$worker1"; do
 done
 [ "$(uid "$worker0")" != "$w0_uid" ] || fail "worker 0's pod was not replaced"
 wait_job_state 300 "$job" Succeeded
-recovering_events | grep -q 'replacing Worker 0 alone' || fail "no Recovering event names Worker 0: $(recovering_events)"
+grep -q 'replacing Worker 0 alone' <<<"$(recovering_events)" || fail "no Recovering event names Worker 0: $(recovering_events)"
 expect_eq "the job's restartCount" "$(k -n "$NS" get djob "$job" -o 'jsonpath={.status.restartCount}')" 2
 expect_eq "the chief's restart count" "$(restarts "$chief")" 0
 expect_eq "the chief's pod" "$(uid "$chief")" "$chief_uid"
-k -n "$NS" logs "$chief" | grep -q "$steps steps verified (2 recoveries in place)" || fail "the chief: $(k -n "$NS" logs "$chief" | tail -3)"
-k -n "$NS" logs "$worker1" | grep -q "$steps steps verified (1 recoveries in place)" || fail "worker 1: $(k -n "$NS" logs "$worker1" | tail -3)"
-k -n "$NS" logs "$worker0" | grep -q "$steps steps verified (0 recoveries in place)" || fail "worker 0: $(k -n "$NS" logs "$worker0" | tail -3)"
+log_has "$chief" "$steps steps verified \\(2 recoveries in place\\)" || fail "the chief: $(k -n "$NS" logs "$chief" | tail -3)"
+log_has "$worker1" "$steps steps verified \\(1 recoveries in place\\)" || fail "worker 1: $(k -n "$NS" logs "$worker1" | tail -3)"
+log_has "$worker0" "$steps steps verified \\(0 recoveries in place\\)" || fail "worker 0: $(k -n "$NS" logs "$worker0" | tail -3)"
 pass "the operator, killed in the middle of a recovery, replaced worker 0 after its restart; the job Succeeded with 2 restarts"
