@@ -320,6 +320,16 @@ int rm_agree_on_resume(rm_communicator* comm, int64_t committed_step, int64_t* s
   return Report(ringmaster::OkStatus());
 }
 
+int rm_agree_on_joiners(rm_communicator* comm, int* joiners) {
+  if (!comm) return NullComm();
+  if (!joiners)
+    return Report(ringmaster::InvalidArgumentError("rm_agree_on_joiners: joiners must not be null"));
+  auto n = comm->comm->AgreeOnJoiners();
+  if (!n.ok()) return Report(n.status());
+  *joiners = *n;
+  return Report(ringmaster::OkStatus());
+}
+
 const char* rm_last_error(void) {
   return g_last_error.c_str();
 }

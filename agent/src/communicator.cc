@@ -141,4 +141,8 @@ StatusOr<ResumePoint> Communicator::AgreeOnResume(int64_t committed_step) {
   return impl_->AgreeOnResume(committed_step);
 }
 
+StatusOr<int> Communicator::AgreeOnJoiners() {
+  return impl_->AgreeOnJoiners();
+}
+
 }  // namespace ringmaster

@@ -39,6 +39,13 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
     return UnimplementedError("process set " + std::to_string(set_id_) +
                               ": GPU memory is not supported in process sets yet (copy to host memory)");
   }
+  if (*on_gpu && root().size_ != static_cast<int>(root().config_names_.size())) {
+    // The GPU backend's communicator spans TF_CONFIG's members.
+    return UnimplementedError("GPU memory: the group formed with " + std::to_string(root().size_) + " of " +
+                              std::to_string(root().config_names_.size()) +
+                              " members (elastic size); GPU collectives need all of them so far (copy to "
+                              "host memory)");
+  }
   if (*on_gpu) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       if (tensors[i].source && tensors[i].source != tensors[i].data) {

@@ -30,6 +30,7 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
     : settings_(settings),
       rank_(settings.group.rank.value_or(-1)),
       size_(static_cast<int>(settings.group.members.size())),
+      config_rank_(rank_),
       process_id_(RandomId()),
       recorder_(
           std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))),
@@ -41,6 +42,8 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
     int port = 0;
     hosts_.push_back(SplitHostPort(m.address, &host, &port).ok() ? host : m.address);
   }
+  config_names_ = names_;
+  config_hosts_ = hosts_;
   gpu_ = GpuBackend::Create({rank_, size_, names_, settings_.streams});
   set_recorder_ =
       std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)));
@@ -50,6 +53,7 @@ CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_ke
     : settings_(parent->settings_),
       rank_(static_cast<int>(std::find(members.begin(), members.end(), parent->rank_) - members.begin())),
       size_(static_cast<int>(members.size())),
+      config_rank_(rank_),
       process_id_(parent->process_id_),
       key_(std::string()),
       refusals_(parent->names_[parent->rank_]),
@@ -140,6 +144,12 @@ Status CommunicatorImpl::Start() {
   if (settings_.streams < 1 || settings_.streams > 8)
     return InvalidArgumentError("streams must be in [1, 8]");
   if (settings_.flight_recorder_size < 1) return InvalidArgumentError("flight_recorder_size must be >= 1");
+  if (settings_.min_size < 0 || settings_.min_size > size_) {
+    return InvalidArgumentError("min_size: " + std::to_string(settings_.min_size) + " is not in [0, " +
+                                std::to_string(size_) + "] (the group's members)");
+  }
+  if (settings_.min_size > 0 && !(settings_.rejoin_timeout_seconds > 0))
+    return InvalidArgumentError("rejoin_timeout_seconds must be > 0");
   RM_RETURN_IF_ERROR(settings_.defaults.Validate());
   if (!settings_.job_key.empty() &&
       (settings_.job_key.size() < kMinKeyBytes || settings_.job_key.size() > kMaxKeyBytes)) {
@@ -162,7 +172,8 @@ Status CommunicatorImpl::Start() {
   if (size_ > 1) {
     InstallTerminationHook();
     service_ =
-        std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds, &key_, &refusals_);
+        std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds, &key_, &refusals_,
+                                       ElasticSize{settings_.min_size, settings_.rejoin_timeout_seconds});
     auto server = ServeControl(service_.get(), *own_port, names_[rank_], size_);
     if (!server.ok()) return server.status();
     server_ = std::move(*server);
@@ -183,9 +194,10 @@ StatusOr<int> CommunicatorImpl::ControlPort(int rank) const {
 
 Status CommunicatorImpl::Form() {
   MeshConfig mc;
-  mc.rank = rank_;
-  mc.names = names_;
-  mc.hosts = hosts_;
+  mc.rank = config_rank_;
+  mc.names = config_names_;
+  mc.hosts = config_hosts_;
+  mc.min_size = settings_.min_size;
   mc.process_id = process_id_;
   auto leader_port = ControlPort(0);
   mc.leader_port = leader_port.ok() ? *leader_port : 0;
@@ -196,6 +208,26 @@ Status CommunicatorImpl::Form() {
   auto mesh = FormMesh(mc, service_.get());
   if (!mesh.ok()) return mesh.status();
   incarnation_ = mesh->incarnation;
+  // The group formed (all of TF_CONFIG unless an elastic size left some out).
+  const int before = size_;
+  names_.clear();
+  hosts_.clear();
+  for (int r : mesh->members) {
+    names_.push_back(config_names_[r]);
+    hosts_.push_back(config_hosts_[r]);
+  }
+  rank_ = mesh->rank;
+  size_ = static_cast<int>(mesh->members.size());
+  if (size_ != before || size_ != static_cast<int>(config_names_.size())) {
+    std::string out;
+    for (int r = 0; r < static_cast<int>(config_names_.size()); ++r) {
+      if (std::find(mesh->members.begin(), mesh->members.end(), r) == mesh->members.end())
+        out += (out.empty() ? "" : ", ") + config_names_[r];
+    }
+    Info(config_names_[config_rank_] + ": formed with " + std::to_string(size_) + " of " +
+         std::to_string(config_names_.size()) + " members" + (out.empty() ? "" : " (without " + out + ")") +
+         "; rank " + std::to_string(rank_));
+  }
 
   Group::Config gc;
   gc.rank = rank_;
@@ -322,6 +354,28 @@ Status CommunicatorImpl::Reform() {
   if (auto ex = executor()) ex->group()->ReformRequested();
   Stop(/*destroyed=*/false);
   return Form();
+}
+
+int CommunicatorImpl::Joiners() const {
+  if (parent_) return parent_->Joiners();
+  return service_ && config_rank_ == 0 ? service_->Joiners() : 0;
+}
+
+StatusOr<int> CommunicatorImpl::AgreeOnJoiners() {
+  if (parent_) {
+    return FailedPreconditionError("process set " + std::to_string(set_id_) +
+                                   ": membership is the whole group's; agree on it there");
+  }
+  int64_t joiners = Joiners();
+  Tensor t{&joiners, 1, DataType::kInt64};
+  auto ex = executor();
+  if (Status st = BroadcastAsync({&t, 1}, 0, CommunicationOptions()).Wait(); !st.ok()) {
+    // The leader finishes its broadcast first and may be re-forming already
+    // when ours is cut short: it re-forms for a joiner, and so do we.
+    if (ex && ex->group()->PeerReformed()) return 1;
+    return Status(st.code(), "agreeing who joins: " + st.message());
+  }
+  return static_cast<int>(joiners);
 }
 
 StatusOr<ResumePoint> CommunicatorImpl::AgreeOnResume(int64_t committed_step) {

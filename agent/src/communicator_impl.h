@@ -51,12 +51,20 @@ class CommunicatorImpl {
   Status Start();  // control service + first formation
   Status Reform();
   StatusOr<ResumePoint> AgreeOnResume(int64_t committed_step);  // see Communicator
+  StatusOr<int> AgreeOnJoiners();                               // see Communicator
   void Abort(const std::string& reason);
   Status Health();
 
+  // The group as formed: with an elastic size (CommunicatorSettings::
+  // min_size) a formation may leave members out and number the others
+  // 0.. in TF_CONFIG order, so these change in Reform() (never while a
+  // collective runs: Reform stops the executor first).
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& name(int r) const { return names_[r]; }
+  // The leader's: members of TF_CONFIG waiting to join the next formation
+  // (left out of this one, or restarted); 0 elsewhere.
+  int Joiners() const;
 
   // sync: the caller waits for the handle at once (see Executor::Submit).
   CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& o,
@@ -92,8 +100,11 @@ class CommunicatorImpl {
                           const CommunicationOptions& o, const std::string& what, bool sync = false);
 
   CommunicatorSettings settings_;
-  int rank_, size_;
-  std::vector<std::string> names_, hosts_;
+  std::atomic<int> rank_, size_;            // in the group formed (see rank())
+  std::vector<std::string> names_, hosts_;  // of the group formed
+  // TF_CONFIG's members and our place there: what every formation starts from.
+  int config_rank_;
+  std::vector<std::string> config_names_, config_hosts_;
   uint64_t process_id_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -29,6 +29,8 @@ StatusOr<CommunicatorSettings> CommunicatorSettings::FromEnvironment() {
   s.control_ports = env->agent_ports;
   s.formation_timeout_seconds = env->formation_timeout_seconds.value_or(s.formation_timeout_seconds);
   s.heartbeat_timeout_seconds = env->heartbeat_timeout_seconds.value_or(s.heartbeat_timeout_seconds);
+  s.min_size = env->min_size.value_or(s.min_size);
+  s.rejoin_timeout_seconds = env->rejoin_timeout_seconds.value_or(s.rejoin_timeout_seconds);
   s.streams = env->streams.value_or(s.streams);
   s.flight_recorder_size = env->flight_recorder_size.value_or(s.flight_recorder_size);
   s.flight_recorder_dir = env->flight_recorder_dir.value_or("");

@@ -2,11 +2,14 @@
 // RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the expected output.
 //
 // The leader's core (formation_state.h); incarnations count from 101:
-//   leader members=N key=yes|no          rank 0's core (`node rank=R` for another rank's)
+//   leader members=N key=yes|no [min=N rejoin=S]   rank 0's core (`node rank=R`
+//                                        for another rank's); min, rejoin: an elastic size
 //   challenge as=NAME t=T                a challenge, its nonce kept as NAME
 //   join rank=R process=P t=T nonce=NAME proof=key|other|none|tampered
 //        [name=TASK] [size=N] [port=N] [host=H]     a follower's Join
-//   leader-joins process=P               the leader's own entry
+//   leader-joins process=P t=T           the leader's own entry
+//   tick t=T                             the clock (an elastic size's bound)
+//   joiners                              who waits for a round the leader has not joined
 //   table round=K                        the table of round K, while kept
 //   give-up rank=R process=P round=K     a waiting Join gives up
 //   leader-gives-up timeout=S
@@ -22,6 +25,7 @@
 //   connected peer=P channel=C fd=F      ours to a lower rank, or one accepted
 //   accept from=P channel=C fd=F         a handshake that succeeded: kept or refused
 //   mesh-timeout timeout=S
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -55,7 +59,10 @@ class Harness {
       names_ = TranscriptNames(members_);
       key_ = JobKey(c.Arg("key", "no") == "yes" ? kKey : "");
       next_incarnation_ = 101;
-      state_.emplace(std::stoi(c.Arg("rank", "0")), names_, &key_, [this] { return next_incarnation_++; });
+      min_size_ = std::stoi(c.Arg("min", "0"));
+      state_.emplace(
+          std::stoi(c.Arg("rank", "0")), names_, &key_, [this] { return next_incarnation_++; },
+          ElasticSize{min_size_, std::stod(c.Arg("rejoin", "30"))});
       nonces_.clear();
       claims_.clear();
       return StateText();
@@ -101,8 +108,14 @@ class Harness {
     if (c.command == "leader-joins") {
       MemberEntry self{0, names_[0], "10.0.0.1", std::stoi(c.Arg("port", "4000")),
                        std::stoull(c.Arg("process", "1000"))};
-      return AdmissionText(s.LeaderJoins(self));
+      return AdmissionText(s.LeaderJoins(self, TranscriptTime(c)));
     }
+    if (c.command == "tick") {
+      const auto due = s.ShrinkDue();
+      if (s.Tick(TranscriptTime(c))) return "round " + std::to_string(s.round() - 1) + " complete";
+      return due ? "waits" : "no bound running (no elastic size, or the leader has not joined)";
+    }
+    if (c.command == "joiners") return std::to_string(s.Joiners()) + " waiting";
     if (c.command == "table") {
       const uint64_t round = std::stoull(c.Arg("round", "0"));
       const Table* t = s.Result(round);
@@ -142,8 +155,10 @@ class Harness {
           });
       JoinParties p{names_[rank], names_[0], "10.0.0.1:2223", 300};
       Status st = CheckAnswer(p, key_, claim, *t, proof);
-      if (st.ok()) st = CheckTableSize(*t, members_);
-      return st.ok() ? "taken: incarnation " + std::to_string(t->incarnation) : StatusText(st);
+      StatusOr<int> place = st.ok() ? CheckTable(*t, members_, min_size_, rank) : StatusOr<int>(st);
+      return place.ok() ? "taken: incarnation " + std::to_string(t->incarnation) + ", rank " +
+                              std::to_string(*place) + " of " + std::to_string(t->members.size())
+                        : StatusText(place.status());
     }
     if (c.command == "state") return StateText();
     ADD_FAILURE() << c.Where() << ": unknown command " << c.command;
@@ -214,6 +229,7 @@ class Harness {
   }
 
   int members_ = 0;
+  int min_size_ = 0;  // the elastic size of `leader min=N`
   std::vector<std::string> names_;
   JobKey key_{""};
   uint64_t next_incarnation_ = 101;
@@ -228,6 +244,24 @@ class BootstrapTranscript : public ::testing::TestWithParam<std::string> {};
 TEST_P(BootstrapTranscript, Matches) {
   Harness h;
   ringmaster::testing::RunTranscript(GetParam(), [&](const TranscriptCase& c) { return h.Run(c); });
+}
+
+// A follower takes a table only when it is a group it can be in.
+TEST(CheckTable, OnlyAGroupThatHasTheLeaderAndUsInRankOrder) {
+  auto table = [](std::vector<int> ranks) {
+    Table t;
+    for (int r : ranks) t.members.push_back(MemberEntry{r, "t" + std::to_string(r), "h", 1, 1});
+    return t;
+  };
+  EXPECT_EQ(*CheckTable(table({0, 1, 2}), 3, 0, 2), 2);
+  EXPECT_EQ(*CheckTable(table({0, 2}), 3, 2, 2), 1);  // elastic: rank 2 is the second of two
+  EXPECT_THAT(CheckTable(table({0, 2}), 3, 0, 2).status().message(),
+              ::testing::HasSubstr("sent 2 members, expected 3"));
+  EXPECT_THAT(CheckTable(table({0}), 3, 2, 0).status().message(), ::testing::HasSubstr("expected 2 to 3"));
+  EXPECT_THAT(CheckTable(table({0, 1}), 3, 2, 2).status().message(),
+              ::testing::HasSubstr("leaves out rank 2"));
+  EXPECT_THAT(CheckTable(table({1, 2}), 3, 2, 2).status().message(), ::testing::HasSubstr("rank order"));
+  EXPECT_THAT(CheckTable(table({0, 2, 1}), 3, 2, 1).status().message(), ::testing::HasSubstr("rank order"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, BootstrapTranscript,

@@ -88,6 +88,16 @@ struct CommunicatorSettings {
   // A member silent for this long is declared dead even if its connections
   // stay open, e.g. a lost node (RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS).
   double heartbeat_timeout_seconds = 15;
+  // Elastic size: a formation may go on without the members that have not
+  // joined rejoin_timeout_seconds after it began, once at least min_size of
+  // TF_CONFIG's members have (the leader, rank 0, always among them: its
+  // address is the one everyone knows). The group formed numbers them 0..
+  // in TF_CONFIG order (rank() and size() change); a member left out that
+  // comes back waits to join until the others agree to let it in
+  // (Communicator::AgreeOnJoiners). 0: every member, always
+  // (RINGMASTER_MIN_SIZE, RINGMASTER_REJOIN_TIMEOUT_SECONDS).
+  int min_size = 0;
+  double rejoin_timeout_seconds = 30;
   // Packs in flight at once; each has its own connection per peer
   // (RINGMASTER_STREAMS, 1..8).
   int streams = 2;
@@ -236,6 +246,12 @@ class Communicator {
   // caller then broadcasts its state from that root (with the newcomer's
   // -1, the survivors win). Everyone at -1 is a first start: step -1, root 0.
   StatusOr<ResumePoint> AgreeOnResume(int64_t committed_step);
+  // Elastic size: how many of TF_CONFIG's members wait to join the group
+  // (left out of this formation and come back, or restarted), as the leader
+  // sees them, agreed by every member (a broadcast from rank 0). Not 0:
+  // every member calls Reform() to let them in. Called at a step boundary
+  // (Horovod's check_host_updates at a commit).
+  StatusOr<int> AgreeOnJoiners();
 
  private:
   explicit Communicator(std::unique_ptr<internal::CommunicatorImpl> impl);

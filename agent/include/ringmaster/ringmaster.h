@@ -192,6 +192,9 @@ int rm_reform(rm_communicator* comm);
  * last step it committed (-1: it holds no state) and receives the agreed
  * step and the rank to broadcast the state from. */
 int rm_agree_on_resume(rm_communicator* comm, int64_t committed_step, int64_t* step, int* root);
+/* Elastic size (Communicator::AgreeOnJoiners): how many members wait to
+ * join, the same on every member; not 0: every member calls rm_reform. */
+int rm_agree_on_joiners(rm_communicator* comm, int* joiners);
 
 /* The message of the calling thread's last failed call ("" if none). */
 const char* rm_last_error(void);

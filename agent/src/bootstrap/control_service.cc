@@ -86,13 +86,13 @@ grpc::Status ToGrpc(const Status& s) {
 }  // namespace
 
 AgentService::AgentService(int rank, std::vector<std::string> names, double formation_timeout_s,
-                           const JobKey* key, RefusalLog* refusals)
+                           const JobKey* key, RefusalLog* refusals, ElasticSize elastic)
     : rank_(rank),
       names_(names),
       formation_timeout_s_(formation_timeout_s),
       key_(key),
       refusals_(refusals),
-      hub_(rank, std::move(names), key, RandomId) {}
+      hub_(rank, std::move(names), key, RandomId, elastic) {}
 
 grpc::Status AgentService::Refuse(grpc::ServerContext* ctx, const Status& why) {
   refusals_->Refuse(PeerHost(ctx->peer()), why.message());

@@ -32,7 +32,7 @@ Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
 class AgentService final : public ringmaster::agent::v1::Agent::Service {
  public:
   AgentService(int rank, std::vector<std::string> names, double formation_timeout_s, const JobKey* key,
-               RefusalLog* refusals);
+               RefusalLog* refusals, ElasticSize elastic = {});
 
   grpc::Status Challenge(grpc::ServerContext* ctx, const ringmaster::agent::v1::ChallengeRequest* req,
                          ringmaster::agent::v1::ChallengeResponse* resp) override;
@@ -41,8 +41,11 @@ class AgentService final : public ringmaster::agent::v1::Agent::Service {
   grpc::Status GetStatus(grpc::ServerContext* ctx, const ringmaster::agent::v1::StatusRequest* req,
                          ringmaster::agent::v1::StatusResponse* resp) override;
 
-  // The leader's own side of a round: blocks until every member joined.
+  // The leader's own side of a round: blocks until every member joined (or
+  // enough of them, with an elastic size: formation_state.h).
   StatusOr<Table> LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s);
+  // The leader's: members waiting to join the next round (FormationState::Joiners).
+  int Joiners() { return hub_.Joiners(); }
   // What GetStatus reports of this member.
   void SetState(uint64_t incarnation, const Status& health);
   void Shutdown();

@@ -1,5 +1,7 @@
 #include "bootstrap/formation_hub.h"
 
+#include <algorithm>
+
 namespace ringmaster::internal {
 
 FormationState::ChallengeAnswer FormationHub::Challenge() {
@@ -24,13 +26,23 @@ StatusOr<Table> FormationHub::FollowerJoin(const JoinClaim& claim, const std::st
 
 StatusOr<Table> FormationHub::LeaderJoin(const MemberEntry& self, Deadline deadline, double timeout_s) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto a = state_.LeaderJoins(self);
+  const auto a = state_.LeaderJoins(self, Clock::now());
   if (a.completed) cv_.notify_all();
-  cv_.wait_until(lock, deadline, [&] { return state_.Completed(a.round) || state_.shutting_down(); });
+  auto done = [&] { return state_.Completed(a.round) || state_.shutting_down(); };
+  while (!done() && Clock::now() < deadline) {
+    const auto due = state_.ShrinkDue();
+    cv_.wait_until(lock, due ? std::min(*due, deadline) : deadline, done);
+    if (!done() && state_.Tick(Clock::now())) cv_.notify_all();
+  }
   if (state_.Completed(a.round)) {
     if (const Table* t = state_.Result(a.round)) return *t;
   }
   return state_.LeaderGivesUp(timeout_s);
+}
+
+int FormationHub::Joiners() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.Joiners();
 }
 
 Status FormationHub::CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,

@@ -17,8 +17,9 @@ namespace ringmaster::internal {
 
 class FormationHub {
  public:
-  FormationHub(int rank, std::vector<std::string> names, const JobKey* key, FormationState::IdSource ids)
-      : state_(rank, std::move(names), key, std::move(ids)) {}
+  FormationHub(int rank, std::vector<std::string> names, const JobKey* key, FormationState::IdSource ids,
+               ElasticSize elastic = {})
+      : state_(rank, std::move(names), key, std::move(ids), elastic) {}
 
   FormationState::ChallengeAnswer Challenge();
   // A follower's Join: refused at once (`*stranger` set when for want of the
@@ -26,8 +27,11 @@ class FormationHub {
   // `cancelled()` holds at a wake-up, naming who is missing.
   StatusOr<Table> FollowerJoin(const JoinClaim& claim, const std::string& host, Deadline limit,
                                const std::function<bool()>& cancelled, bool* stranger);
-  // The leader's own side of a round: blocks until every member joined.
+  // The leader's own side of a round: blocks until every member joined (or,
+  // with an elastic size, enough of them when the rejoin bound passes: it
+  // ticks the state then).
   StatusOr<Table> LeaderJoin(const MemberEntry& self, Deadline deadline, double timeout_s);
+  int Joiners();  // FormationState::Joiners
   Status CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,
                            std::string_view proof);
   void Shutdown();

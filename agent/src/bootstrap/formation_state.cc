@@ -10,8 +10,12 @@ constexpr uint64_t kRoundsKept = 4;  // tables kept for waiters that wake late
 }
 
 FormationState::FormationState(int rank, std::vector<std::string> names, const JobKey* key,
-                               IdSource new_incarnation)
-    : rank_(rank), names_(std::move(names)), key_(key), new_incarnation_(std::move(new_incarnation)) {}
+                               IdSource new_incarnation, ElasticSize elastic)
+    : rank_(rank),
+      names_(std::move(names)),
+      key_(key),
+      new_incarnation_(std::move(new_incarnation)),
+      elastic_(elastic) {}
 
 FormationState::ChallengeAnswer FormationState::Challenge(Clock::time_point now) {
   ChallengeAnswer a;
@@ -43,9 +47,10 @@ FormationState::Admission FormationState::Join(const JoinClaim& claim, const std
   return a;
 }
 
-FormationState::Admission FormationState::LeaderJoins(const MemberEntry& self) {
+FormationState::Admission FormationState::LeaderJoins(const MemberEntry& self, Clock::time_point now) {
   Admission a;
   a.round = round_;
+  opened_ = now;
   pending_[0] = self;
   seen_.insert(0);
   a.completed = MaybeComplete();
@@ -54,6 +59,25 @@ FormationState::Admission FormationState::LeaderJoins(const MemberEntry& self) {
 
 bool FormationState::MaybeComplete() {
   if (pending_.size() != names_.size() || !pending_.count(0)) return false;
+  Complete();
+  return true;
+}
+
+std::optional<Clock::time_point> FormationState::ShrinkDue() const {
+  const int n = static_cast<int>(names_.size());
+  if (elastic_.min_size <= 0 || elastic_.min_size >= n || !pending_.count(0) || !opened_) return std::nullopt;
+  return *opened_ +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(elastic_.rejoin_s));
+}
+
+bool FormationState::Tick(Clock::time_point now) {
+  const auto due = ShrinkDue();
+  if (!due || now < *due || static_cast<int>(pending_.size()) < elastic_.min_size) return false;
+  Complete();
+  return true;
+}
+
+void FormationState::Complete() {
   Table t;
   t.incarnation = new_incarnation_();
   for (auto& [r, m] : pending_) t.members.push_back(m);
@@ -61,8 +85,8 @@ bool FormationState::MaybeComplete() {
   results_.erase(results_.begin(), results_.lower_bound(round_ >= kRoundsKept ? round_ - kRoundsKept : 0));
   pending_.clear();
   seen_.clear();
+  opened_.reset();
   ++round_;
-  return true;
 }
 
 const Table* FormationState::Result(uint64_t round) const {
@@ -83,9 +107,15 @@ Status FormationState::FollowerGivesUp(uint64_t round, int rank, uint64_t proces
 Status FormationState::LeaderGivesUp(double timeout_s) {
   std::string missing = Missing();
   pending_.erase(0);
+  opened_.reset();
   if (shutdown_) return CancelledError("shutting down");
+  std::string elastic;
+  if (elastic_.min_size > 0 && elastic_.min_size < static_cast<int>(names_.size())) {
+    elastic = " (elastic size: at least " + std::to_string(elastic_.min_size) + " of " +
+              std::to_string(names_.size()) + " members needed)";
+  }
   return DeadlineExceededError("group formation timed out after " + FormatSeconds(timeout_s) + ": missing " +
-                               missing);
+                               missing + elastic);
 }
 
 Status FormationState::CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,

@@ -14,11 +14,21 @@
 // a rank wins: a member that restarted (a new process id) replaces its old
 // entry. The tables of the last few rounds are kept for waiters that wake
 // late.
+//
+// Elastic size (ElasticSize): a round may also complete without the members
+// that have not joined `rejoin_s` after the leader did (its re-formation
+// begins with the others'; a joiner that waited since before must not cut
+// that short), once at least `min_size` joined, the leader among them (its port is the one everyone
+// knows). Its table lists the members present, in rank order; they number
+// themselves by their place in it. A member left out joins a later round,
+// and the leader learns it waits (Joiners()): the group grows at its next
+// re-formation.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +40,12 @@
 
 namespace ringmaster::internal {
 
+// 0 members: every member, always (the default: no elastic size).
+struct ElasticSize {
+  int min_size = 0;
+  double rejoin_s = 30;
+};
+
 class FormationState {
  public:
   // A fresh incarnation per completed round (random in the agent; a counter
@@ -37,7 +53,8 @@ class FormationState {
   using IdSource = std::function<uint64_t()>;
   // `rank`: this member's own (only rank 0 admits Joins); `key`: never
   // null, empty for none.
-  FormationState(int rank, std::vector<std::string> names, const JobKey* key, IdSource new_incarnation);
+  FormationState(int rank, std::vector<std::string> names, const JobKey* key, IdSource new_incarnation,
+                 ElasticSize elastic = {});
 
   struct ChallengeAnswer {
     bool key_required = false;
@@ -55,7 +72,16 @@ class FormationState {
   // `host` is the address it came from, the data host the table lists.
   Admission Join(const JoinClaim& claim, const std::string& host, Clock::time_point now);
   // The leader's own entry (rank 0), unchecked.
-  Admission LeaderJoins(const MemberEntry& self);
+  Admission LeaderJoins(const MemberEntry& self, Clock::time_point now);
+  // Elastic size: when the round may complete without whoever has not
+  // joined (nullopt: not elastic, or the leader has not joined it), and the
+  // clock's tick at or after that time, which completes it when at least
+  // min_size members joined. True: it completed.
+  std::optional<Clock::time_point> ShrinkDue() const;
+  bool Tick(Clock::time_point now);
+  // Members waiting in a round the leader has not joined yet: left out of
+  // the current group (or restarted), they wait for its next re-formation.
+  int Joiners() const { return pending_.count(0) ? 0 : static_cast<int>(pending_.size()); }
 
   // Whether `round` completed; its table while it is kept (else null).
   bool Completed(uint64_t round) const { return round_ > round; }
@@ -82,11 +108,14 @@ class FormationState {
 
  private:
   bool MaybeComplete();
+  void Complete();  // the round, with the members in pending_
 
   const int rank_;
   const std::vector<std::string> names_;
   const JobKey* key_;
   IdSource new_incarnation_;
+  const ElasticSize elastic_;
+  std::optional<Clock::time_point> opened_;  // the leader's entry into the round
   NonceBook nonces_;
   bool shutdown_ = false;
   std::map<int, MemberEntry> pending_;

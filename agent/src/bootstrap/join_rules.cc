@@ -45,10 +45,28 @@ Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& cla
   return OkStatus();
 }
 
-Status CheckTableSize(const Table& table, int size) {
-  if (static_cast<int>(table.members.size()) == size) return OkStatus();
-  return InternalError("group formation: the leader sent " + std::to_string(table.members.size()) +
-                       " members, expected " + std::to_string(size));
+StatusOr<int> CheckTable(const Table& table, int size, int min_size, int rank) {
+  const int n = static_cast<int>(table.members.size());
+  const int least = min_size > 0 && min_size < size ? min_size : size;
+  if (n < least || n > size) {
+    return InternalError(
+        "group formation: the leader sent " + std::to_string(n) + " members, expected " +
+        (least == size ? std::to_string(size) : std::to_string(least) + " to " + std::to_string(size)));
+  }
+  int place = -1;
+  for (int i = 0; i < n; ++i) {
+    const int r = table.members[i].rank;
+    if (r < 0 || r >= size || (i > 0 && r <= table.members[i - 1].rank) || (i == 0 && r != 0)) {
+      return InternalError("group formation: the leader's table is not in rank order from rank 0 (entry " +
+                           std::to_string(i) + " is rank " + std::to_string(r) + ")");
+    }
+    if (r == rank) place = i;
+  }
+  if (place < 0) {
+    return InternalError("group formation: the leader's table leaves out rank " + std::to_string(rank) +
+                         ", which joined it");
+  }
+  return place;
 }
 
 }  // namespace ringmaster::internal

@@ -34,6 +34,10 @@ Status JoinFailed(const JoinParties& p, const Status& attempt);
 // per member.
 Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& claim, const Table& table,
                    std::string_view proof);
-Status CheckTableSize(const Table& table, int size);
+// A table for a group of `size` members, `rank` ours: one entry per member,
+// or with an elastic size (min_size > 0) at least min_size of them; in rank
+// order, the leader (0) and ourselves among them. Our place in it: our rank
+// in the group it forms.
+StatusOr<int> CheckTable(const Table& table, int size, int min_size, int rank);
 
 }  // namespace ringmaster::internal

@@ -144,11 +144,11 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
 
 StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   const int size = static_cast<int>(c.names.size());
-  MeshLedger ledger(c.rank, size, c.channels);
   Mesh mesh;
   if (size == 1) {
-    mesh.conns = std::move(ledger.conns());
+    mesh.conns = std::move(MeshLedger(c.rank, size, c.channels).conns());
     mesh.incarnation = RandomId();
+    mesh.members = {0};
     return mesh;
   }
   const Deadline deadline = DeadlineAfter(c.timeout_s);
@@ -158,9 +158,23 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   int listen_fd = *lfd;
   const MemberEntry self{c.rank, c.names[c.rank], c.hosts[c.rank], data_port, c.process_id};
   auto table = bootstrap.Exchange(self, deadline);
-  Status st = table.status();
-  if (st.ok()) st = CheckTableSize(*table, size);
-  if (st.ok()) st = ConnectMesh(c, *table, listen_fd, deadline, ledger);
+  StatusOr<int> place = table.ok() ? CheckTable(*table, size, c.min_size, c.rank) : table.status();
+  if (!place.ok()) {
+    CloseFd(listen_fd);
+    return place.status();
+  }
+  // The group the table forms: its members, renumbered in rank order.
+  MeshConfig g = c;
+  g.rank = *place;
+  g.names.clear();
+  g.hosts.clear();
+  for (const auto& m : table->members) {
+    mesh.members.push_back(m.rank);
+    g.names.push_back(c.names[m.rank]);
+    g.hosts.push_back(c.hosts[m.rank]);
+  }
+  MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels);
+  Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger);
   CloseFd(listen_fd);
   auto& conns = ledger.conns();
   if (!st.ok()) {
@@ -169,6 +183,7 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
     return st;
   }
   mesh.incarnation = table->incarnation;
+  mesh.rank = g.rank;
   for (auto& v : conns)
     for (int fd : v)
       if (fd >= 0) TuneDataSocket(fd);

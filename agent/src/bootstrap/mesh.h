@@ -23,12 +23,17 @@ struct MeshConfig {
   int leader_port = 0;  // the leader's control port
   int channels = 1;     // connections per pair: 0 control, 1.. data
   double timeout_s = 300;
+  int min_size = 0;                // elastic size (formation_state.h); 0: every member
   const JobKey* key = nullptr;     // never null; empty: no key
   RefusalLog* refusals = nullptr;  // never null
 };
+// The group formed: `members` (ranks in MeshConfig, ascending: all of them
+// unless an elastic size left some out) numbered 0.. in that order.
 struct Mesh {
   uint64_t incarnation = 0;
-  std::vector<std::vector<int>> conns;  // [peer][channel]; -1 for ourselves
+  std::vector<int> members;
+  int rank = 0;                         // ours in the group formed
+  std::vector<std::vector<int>> conns;  // [peer in the group][channel]; -1 for ourselves
 };
 // Gets the table through `bootstrap` and connects the mesh, all within the
 // formation timeout. Every connection is authenticated (handshake.h);

@@ -38,6 +38,12 @@ Status Group::AbortStatus() const {
   return state_.cause();
 }
 
+bool Group::PeerReformed() const {
+  if (!aborted_.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.peer_reformed();
+}
+
 Status Group::ForNewCall() const {
   if (!aborted_.load(std::memory_order_acquire)) return OkStatus();  // no lock on the hot path
   std::lock_guard<std::mutex> lock(mu_);
@@ -350,7 +356,9 @@ void Group::Close(bool goodbye) {
       open.push_back({fd, POLLIN, 0});
     }
   }
-  Deadline d = DeadlineAfter(goodbye ? 1.0 : 0.0);
+  // Drain until every peer closed too (so none reads a reset before our
+  // last frame), but never longer than a silent peer would be waited for.
+  Deadline d = DeadlineAfter(goodbye ? 1.0 : config_.heartbeat_timeout_s);
   while (!open.empty()) {
     int t = PollTimeoutMs(d);
     if (t == 0 || ::poll(open.data(), open.size(), t) <= 0) break;

@@ -76,6 +76,7 @@ class Group final : public GroupView {
   int abort_fd() const { return abort_fd_; }
   Status ForNewCall() const;
   Status ForFailedCall(const Status& own) const;
+  bool PeerReformed() const;  // GroupState::peer_reformed
 
   // Events from the engine's threads.
   void CollectiveFailed(const Status& status);

@@ -57,7 +57,9 @@ GroupDecision GroupState::AbortFrame(int /*peer*/, StatusCode code, const std::s
 }
 
 GroupDecision GroupState::ReformFrame(int /*peer*/, const std::string& text) {
-  return AbortWith(AbortedError(text), false, false);
+  GroupDecision d = AbortWith(AbortedError(text), false, false);
+  if (d.abort) peer_reformed_ = true;
+  return d;
 }
 
 GroupDecision GroupState::ProtocolError(int peer) {

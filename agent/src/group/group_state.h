@@ -48,6 +48,10 @@ class GroupState {
 
   bool aborted() const { return aborted_; }
   const Status& cause() const { return cause_; }
+  // The abort's cause is a peer's Reform(): nothing failed, the group is
+  // being formed again (a member that sees it in the middle of a collective
+  // the peer already finished joins that re-formation).
+  bool peer_reformed() const { return peer_reformed_; }
   // What a call submitted now gets: OK while healthy; after an abort the
   // cause, as Unavailable for a lost member (what TF reports) and Aborted
   // for every other cause.
@@ -71,6 +75,7 @@ class GroupState {
   std::vector<Clock::time_point> last_seen_;
   std::vector<bool> gone_;  // closed, said goodbye, or declared lost
   bool aborted_ = false;
+  bool peer_reformed_ = false;
   Status cause_;
 };
 
