@@ -336,7 +336,7 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
   if (!r) return;
   d.RejectUnknown(*r, path,
                   {"backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished", "cleanPodPolicy",
-                   "suspend", "schedulingPolicy", "recovery"});
+                   "suspend", "schedulingPolicy", "recovery", "elastic"});
   if (auto v = d.Integer(*r, "backoffLimit", path, 0, INT32_MAX)) out.backoff_limit = static_cast<int>(*v);
   out.active_deadline_seconds = d.Integer(*r, "activeDeadlineSeconds", path, 1, INT64_MAX);
   out.ttl_seconds_after_finished = d.Integer(*r, "ttlSecondsAfterFinished", path, 0, INT64_MAX);
@@ -351,6 +351,39 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
           *r, "recovery", path, {{"Job", RecoveryPolicy::kJob}, {"InPlace", RecoveryPolicy::kInPlace}})) {
     out.recovery = *p;
   }
+}
+
+// spec.runPolicy.elastic. After the replica specs and the recovery policy:
+// minWorkers is bounded by the workers, and only InPlace keeps survivors.
+void DecodeElastic(Decoder& d, const json& spec, DistributedJob& job) {
+  const std::string path = "spec.runPolicy.elastic";
+  const json* run =
+      spec.contains("runPolicy") && spec["runPolicy"].is_object() ? &spec["runPolicy"] : nullptr;
+  const json* e = run ? d.Object(*run, "elastic", "spec.runPolicy", /*required=*/false) : nullptr;
+  if (!e) return;
+  d.RejectUnknown(*e, path, {"minWorkers", "rejoinTimeoutSeconds"});
+  ElasticPolicy out;
+  const int workers = job.Replicas(ReplicaType::kWorker);
+  if (auto m = d.Integer(*e, "minWorkers", path, 1, INT32_MAX)) {
+    if (*m > workers) {
+      d.Error(path + ".minWorkers", "must be at most the job's " + std::to_string(workers) +
+                                        " Worker replicas, got " + std::to_string(*m));
+    }
+    out.min_workers = static_cast<int>(*m);
+  } else if (!e->contains("minWorkers")) {
+    d.Error(path + ".minWorkers", "is required");
+  }
+  if (auto t = d.Number(*e, "rejoinTimeoutSeconds", path, 0)) {
+    if (*t > 0) {
+      out.rejoin_timeout_seconds = *t;
+    } else {
+      d.Error(path + ".rejoinTimeoutSeconds", "must be > 0, got 0");
+    }
+  }
+  if (job.run_policy.recovery != RecoveryPolicy::kInPlace) {
+    d.Error(path, "needs spec.runPolicy.recovery: InPlace (without it a failure restarts every member)");
+  }
+  job.run_policy.elastic = out;
 }
 
 // A LocalQueue's name also becomes a label value on every pod: a DNS-1123
@@ -542,6 +575,7 @@ LoadedJob DecodeJob(const json& obj) {
     DecodeReplicaSpecs(d, *spec, job);
     DecodeCommunication(d, *spec, job.communication, job.key_secret_ref);
     DecodeRunPolicy(d, *spec, job.run_policy);
+    DecodeElastic(d, *spec, job);
     DecodeSchedulingPolicy(d, *spec, job);
     if (auto p = d.Enum<SuccessPolicy>(
             *spec, "successPolicy", "spec",

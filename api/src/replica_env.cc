@@ -95,6 +95,13 @@ StatusOr<ReplicaEnv> ParseReplicaEnv(const std::function<const char*(const char*
   auto heartbeat = Seconds(getenv, kEnvHeartbeatTimeoutSeconds);
   if (!heartbeat.ok()) return heartbeat.status();
   env.heartbeat_timeout_seconds = *heartbeat;
+  auto min_size =
+      Int(getenv, kEnvMinSize, 1, static_cast<int>(std::max<size_t>(1, env.group.members.size())));
+  if (!min_size.ok()) return min_size.status();
+  env.min_size = *min_size;
+  auto rejoin = Seconds(getenv, kEnvRejoinTimeoutSeconds);
+  if (!rejoin.ok()) return rejoin.status();
+  env.rejoin_timeout_seconds = *rejoin;
   auto streams = Int(getenv, kEnvStreams, 1, 8);
   if (!streams.ok()) return streams.status();
   env.streams = *streams;

@@ -1,5 +1,8 @@
 // The operator's and the CLI's side of replica_env.h: a replica's
 // environment from its job (replica_env.cc reads it back in the replica).
+#include <algorithm>
+#include <charconv>
+
 #include "ringmaster/replica_env.h"
 
 namespace ringmaster {
@@ -9,6 +12,13 @@ std::string JoinPorts(const std::vector<int>& ports) {
   std::string out;
   for (int p : ports) out += (out.empty() ? "" : ",") + std::to_string(p);
   return out;
+}
+
+// Shortest text that reads back as the same double ("30", "0.5").
+std::string SecondsText(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 }  // namespace
@@ -26,6 +36,12 @@ StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& k
     env.emplace_back(kEnvAgentPort, JoinPorts(*opts.agent_ports));
   }
   if (job.run_policy.recovery == RecoveryPolicy::kInPlace) env.emplace_back(kEnvRecovery, "InPlace");
+  if (const auto& e = job.run_policy.elastic) {
+    const int members = job.Replicas(ReplicaType::kChief) + job.Replicas(ReplicaType::kWorker);
+    const int may_leave = std::max(0, job.Replicas(ReplicaType::kWorker) - e->min_workers);
+    env.emplace_back(kEnvMinSize, std::to_string(std::max(1, members - may_leave)));
+    env.emplace_back(kEnvRejoinTimeoutSeconds, SecondsText(e->rejoin_timeout_seconds));
+  }
   if (opts.restart_count) env.emplace_back(kEnvRestartCount, std::to_string(*opts.restart_count));
   if (!opts.termination_log.empty()) env.emplace_back(kEnvTerminationLog, opts.termination_log);
   if (!opts.job_key_file.empty()) env.emplace_back(kEnvJobKeyFile, opts.job_key_file);

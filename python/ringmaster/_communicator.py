@@ -229,6 +229,15 @@ class Communicator:
         step, root = self._c.agree_on_resume(int(committed_step))
         return int(step), int(root)
 
+    def agree_on_joiners(self) -> int:
+        """Elastic size (``RINGMASTER_MIN_SIZE``): how many members wait to
+        join the group (left out of this formation and come back), as rank 0
+        sees them, the same on every member: when not 0, every member calls
+        ``reform()`` to let them in. Collective; call it at a step boundary.
+        ``rank`` and ``size`` change with a formation that left members out
+        or let them in."""
+        return int(self._c.agree_on_joiners())
+
     def health(self) -> None:
         """Returns None while the group is usable, else raises why not."""
         self._c.health()

@@ -330,12 +330,19 @@ NB_MODULE(_core, m) {
              rm_communicator* comm = c.get();
              CallReleased([&] { return rm_reform(comm); });
            })
-      .def("agree_on_resume", [](const Comm& c, int64_t committed_step) {
+      .def("agree_on_resume",
+           [](const Comm& c, int64_t committed_step) {
+             rm_communicator* comm = c.get();
+             int64_t step = -1;
+             int root = 0;
+             CallReleased([&] { return rm_agree_on_resume(comm, committed_step, &step, &root); });
+             return nb::make_tuple(step, root);
+           })
+      .def("agree_on_joiners", [](const Comm& c) {
         rm_communicator* comm = c.get();
-        int64_t step = -1;
-        int root = 0;
-        CallReleased([&] { return rm_agree_on_resume(comm, committed_step, &step, &root); });
-        return nb::make_tuple(step, root);
+        int joiners = 0;
+        CallReleased([&] { return rm_agree_on_joiners(comm, &joiners); });
+        return joiners;
       });
 
   nb::class_<Handle>(m, "Handle").def("done", &Handle::Done).def("wait", &Handle::Wait);

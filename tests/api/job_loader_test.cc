@@ -53,7 +53,7 @@ TEST(LoadJobs, EveryFieldIsRead) {
   successPolicy: AllWorkers
   communication: {implementation: RING, bytesPerPack: 4096, timeoutSeconds: 30}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true,
-              recovery: InPlace}
+              recovery: InPlace, elastic: {minWorkers: 2, rejoinTimeoutSeconds: 45}}
   replicaSpecs:
     Master:
       restartPolicy: ExitCode
@@ -75,6 +75,7 @@ TEST(LoadJobs, EveryFieldIsRead) {
   EXPECT_EQ(job->run_policy.ttl_seconds_after_finished, 5);
   EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kAll);
   EXPECT_EQ(job->run_policy.recovery, RecoveryPolicy::kInPlace);
+  EXPECT_EQ(job->run_policy.elastic, (ElasticPolicy{2, 45}));
   EXPECT_TRUE(job->run_policy.suspend);
   // Master is Chief under its old name.
   ASSERT_NE(job->Find(ReplicaType::kChief), nullptr);
@@ -318,6 +319,20 @@ TEST(Validate, EnumsAndTypes) {
               "job.yaml:7:21: spec.runPolicy.cleanPodPolicy", "expected one of: All, Running, None");
   ExpectError(std::string(kHead) + "  runPolicy:\n    recovery: Elastic\n  replicaSpecs:\n" + kWorker,
               "job.yaml:7:15: spec.runPolicy.recovery", "expected one of: Job, InPlace");
+  // runPolicy.elastic: InPlace only, minWorkers required and at most the workers.
+  ExpectError(std::string(kHead) + "  runPolicy:\n    elastic: {minWorkers: 1}\n  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic", "needs spec.runPolicy.recovery: InPlace");
+  ExpectError(std::string(kHead) + "  runPolicy:\n    recovery: InPlace\n    elastic: {minWorkers: 2}\n" +
+                  "  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic.minWorkers", "at most the job's 1 Worker replicas, got 2");
+  ExpectError(std::string(kHead) +
+                  "  runPolicy:\n    recovery: InPlace\n    elastic: {rejoinTimeoutSeconds: 5}\n" +
+                  "  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic.minWorkers", "is required");
+  ExpectError(std::string(kHead) +
+                  "  runPolicy:\n    recovery: InPlace\n    elastic: {minWorkers: 1, max: 3}\n" +
+                  "  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic.max", "unknown field");
   ExpectError(std::string(kHead) + "  runPolicy:\n    backoffLimit: -1\n  replicaSpecs:\n" + kWorker,
               "spec.runPolicy.backoffLimit", "must be between 0");
   ExpectError(std::string(kHead) + "  runPolicy:\n    suspend: maybe\n  replicaSpecs:\n" + kWorker,

@@ -69,6 +69,27 @@ TEST(BuildReplicaEnv, RecoveryInPlaceIsSaidToTheProgram) {
   EXPECT_EQ(ToMap(*env).count("RINGMASTER_RECOVERY"), 0u);
 }
 
+// runPolicy.elastic: the members the group needs at least (the chief and
+// minWorkers workers) and the rejoin bound, read back by the agent.
+TEST(BuildReplicaEnv, ElasticSizeIsTheMembersTheGroupNeeds) {
+  DistributedJob job = MakeJob(1, 4);
+  job.run_policy.recovery = RecoveryPolicy::kInPlace;
+  job.run_policy.elastic = ElasticPolicy{2, 12.5};
+  auto env = BuildReplicaEnv(job, {ReplicaType::kWorker, 3}, {});
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  Vars vars = ToMap(*env);
+  EXPECT_EQ(vars["RINGMASTER_MIN_SIZE"], "3");
+  EXPECT_EQ(vars["RINGMASTER_REJOIN_TIMEOUT_SECONDS"], "12.5");
+  auto parsed = ParseReplicaEnv(EnvOf(vars));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->min_size, 3);
+  EXPECT_EQ(parsed->rejoin_timeout_seconds, 12.5);
+  job.run_policy.elastic.reset();  // none says nothing
+  env = BuildReplicaEnv(job, {ReplicaType::kWorker, 3}, {});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(ToMap(*env).count("RINGMASTER_MIN_SIZE"), 0u);
+}
+
 TEST(BuildReplicaEnv, LocalRunHasPortListRestartCountTerminationLogAndJobKeyFile) {
   const DistributedJob job = MakeJob(1, 2);
   ReplicaEnvOptions opts;
@@ -190,6 +211,9 @@ TEST(ParseReplicaEnv, BadValuesNameTheVariable) {
             "RINGMASTER_FLIGHT_RECORDER_SIZE: must be an integer in [1, 1048576], got '0'"},
            {"RINGMASTER_FLIGHT_RECORDER_SIZE", "1048577", "RINGMASTER_FLIGHT_RECORDER_SIZE"},
            {"RINGMASTER_PORT", "2223,2224", "RINGMASTER_PORT: 2 ports for 3 members"},
+           {"RINGMASTER_MIN_SIZE", "4", "RINGMASTER_MIN_SIZE: must be an integer in [1, 3], got '4'"},
+           {"RINGMASTER_REJOIN_TIMEOUT_SECONDS", "0",
+            "RINGMASTER_REJOIN_TIMEOUT_SECONDS: must be a number > 0"},
            {"RINGMASTER_TIMEOUT_SECONDS", "-1", "RINGMASTER_TIMEOUT_SECONDS"},
            {"RINGMASTER_IMPLEMENTATION", "gloo", "RINGMASTER_IMPLEMENTATION"},
            {"TF_CONFIG", "{", "TF_CONFIG"},

@@ -29,42 +29,11 @@ pass "Keras trained in 3 real pods; identical weights on every rank ($(head -c 1
 # the chief and worker 0 keep their processes and pods and give the new
 # one their state. Every rank ends with the weights of the same job run
 # without a failure.
-k -n "$NS" create configmap elastic-worker --from-file="$REPO_ROOT/tests/python/tf/elastic_worker.py" \
-  --dry-run=client -o yaml | k -n "$NS" apply -f - >/dev/null || fail "cannot create the elastic-worker ConfigMap"
-elastic_job() {  # NAME KILL
-  local replica
-  cat <<YAML
-apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
-metadata: {name: $1}
-spec:
-  communication: {timeoutSeconds: 120}
-  runPolicy: {backoffLimit: 2, cleanPodPolicy: None, recovery: InPlace}
-  replicaSpecs:
-YAML
-  for replica in "Chief 1" "Worker 2"; do
-    set -- "$1" "$2" $replica
-    cat <<YAML
-    $3:
-      replicas: $4
-      restartPolicy: OnFailure
-      template:
-        spec:
-          volumes: [{name: elastic, configMap: {name: elastic-worker}}]
-          containers:
-            - name: trainer
-              image: ghcr.io/ringmaster/keras-example:0.1.0
-              command: ["sh", "-c", 'exec "\${RINGMASTER_PYTHON:-python3}" /elastic/elastic_worker.py']
-              env: [{name: ELASTIC_KILL, value: "$2"}, {name: PYTHONUNBUFFERED, value: "1"}]
-              volumeMounts: [{name: elastic, mountPath: /elastic}]
-YAML
-  done
-}
+elastic_worker_configmap
 all_logs() {  # every elastic-kill pod's whole log (a failure's evidence)
   local p
   for p in "$chief" "$worker0" "$victim"; do printf '\n--- %s\n%s' "$p" "$(k -n "$NS" logs "$p" 2>&1)"; done
 }
-done_line() { k -n "$NS" logs "$1" | grep -E '^done rank [0-9] ' | tail -1; }
 elastic_job elastic-clean "" >"/tmp/$E2E_NAME-clean.yaml"
 elastic_job elastic-kill "1:2:2" >"/tmp/$E2E_NAME-kill.yaml"
 # Both at once (the cold run's minutes): they share nothing but the node.

@@ -10,7 +10,7 @@
 # real-pod test, fixed so that the chart's Roles can be granted at install.
 OPERATOR_NS=ringmaster-system
 REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm-real-timeout rm-real-keras rm-real-kueue rm-real-intruder
-                 rm-real-recovery)
+                 rm-real-recovery rm-real-elastic)
 RELEASE=rm
 REAL_NODE=${RINGMASTER_REAL_NODE:-ringmaster-real-0}
 WORKER_IMAGE=ghcr.io/ringmaster/worker:0.1.0
@@ -161,3 +161,45 @@ ${WORKER_POD_EXTRA:-}
               args: [$args]
 YAML
 }
+
+# Keras recovery in place in pods: tests/python/tf/elastic_worker.py from a
+# ConfigMap, in the keras example's image.
+elastic_worker_configmap() {
+  k -n "$NS" create configmap elastic-worker --from-file="$REPO_ROOT/tests/python/tf/elastic_worker.py" \
+    --dry-run=client -o yaml | k -n "$NS" apply -f - >/dev/null || fail "cannot create the elastic-worker ConfigMap"
+}
+
+# elastic_job NAME KILL [RUN_POLICY [ENV]]: a chief and two workers of it,
+# runPolicy.recovery InPlace; RUN_POLICY: more fields of runPolicy ("a: b,
+# c: d"), ENV: more env entries ("{name: N, value: V}, ...").
+elastic_job() {
+  local replica name=$1 kill=$2 policy=${3:+, $3} env=${4:+, $4}
+  cat <<YAML
+apiVersion: ringmaster.io/v1alpha1
+kind: DistributedJob
+metadata: {name: $name}
+spec:
+  communication: {timeoutSeconds: 120}
+  runPolicy: {backoffLimit: 2, cleanPodPolicy: None, recovery: InPlace$policy}
+  replicaSpecs:
+YAML
+  for replica in "Chief 1" "Worker 2"; do
+    set -- $replica
+    cat <<YAML
+    $1:
+      replicas: $2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          volumes: [{name: elastic, configMap: {name: elastic-worker}}]
+          containers:
+            - name: trainer
+              image: ghcr.io/ringmaster/keras-example:0.1.0
+              command: ["sh", "-c", 'exec "\${RINGMASTER_PYTHON:-python3}" /elastic/elastic_worker.py']
+              env: [{name: ELASTIC_KILL, value: "$kill"}, {name: PYTHONUNBUFFERED, value: "1"}$env]
+              volumeMounts: [{name: elastic, mountPath: /elastic}]
+YAML
+  done
+}
+# The pod's "done rank R pid P steps S weights sha256 H" line.
+done_line() { k -n "$NS" logs "$1" | grep -E '^done rank [0-9] ' | tail -1; }

@@ -101,6 +101,21 @@ struct SchedulingPolicy {
   bool operator==(const SchedulingPolicy&) const = default;
 };
 
+// spec.runPolicy.elastic, with recovery InPlace: the group may go on with
+// fewer workers. When a failed worker has not come back rejoinTimeoutSeconds
+// after the others began re-forming (its replacement cannot be scheduled,
+// its node is gone), they continue without it as long as at least
+// minWorkers workers are there (ranks renumbered; the program's reset
+// callbacks adjust its batch and learning rate); when it comes back, the
+// others let it in at their next commit. The chief, or worker 0 without
+// one, leads formation and is never left out.
+struct ElasticPolicy {
+  int min_workers = 1;
+  double rejoin_timeout_seconds = 30;
+
+  bool operator==(const ElasticPolicy&) const = default;
+};
+
 struct RunPolicy {
   std::optional<int> backoff_limit;  // nullopt: no limit on restarts
   std::optional<int64_t> active_deadline_seconds;
@@ -109,6 +124,7 @@ struct RunPolicy {
   bool suspend = false;
   SchedulingPolicy scheduling_policy;
   RecoveryPolicy recovery = RecoveryPolicy::kJob;
+  std::optional<ElasticPolicy> elastic;
 };
 
 // spec.communication.keySecretRef: the user's own Secret holding the job's

@@ -27,6 +27,11 @@ inline constexpr char kEnvRestartCount[] = "RINGMASTER_RESTART_COUNT";
 // may keep its process through another member's failure (ringmaster-worker
 // recovers in place by default then).
 inline constexpr char kEnvRecovery[] = "RINGMASTER_RECOVERY";
+// spec.runPolicy.elastic: how many members the group needs at least (the
+// group's members less the workers it may do without), and how long a
+// formation waits for the others (CommunicatorSettings::min_size).
+inline constexpr char kEnvMinSize[] = "RINGMASTER_MIN_SIZE";
+inline constexpr char kEnvRejoinTimeoutSeconds[] = "RINGMASTER_REJOIN_TIMEOUT_SECONDS";
 inline constexpr char kEnvFormationTimeoutSeconds[] = "RINGMASTER_FORMATION_TIMEOUT_SECONDS";
 inline constexpr char kEnvHeartbeatTimeoutSeconds[] = "RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS";
 inline constexpr char kEnvStreams[] = "RINGMASTER_STREAMS";
@@ -66,7 +71,8 @@ struct ReplicaEnvOptions {
 
 // The environment of replica `key`: TF_CONFIG, the job's communication
 // options (CommunicationOptions::ToEnv, in its order), RINGMASTER_PORT, then
-// RINGMASTER_RECOVERY, RINGMASTER_RESTART_COUNT, RINGMASTER_TERMINATION_LOG and
+// RINGMASTER_RECOVERY (and with an elastic policy RINGMASTER_MIN_SIZE and
+// RINGMASTER_REJOIN_TIMEOUT_SECONDS), RINGMASTER_RESTART_COUNT, RINGMASTER_TERMINATION_LOG and
 // RINGMASTER_JOB_KEY_FILE when given.
 // InvalidArgument when the job has no such replica.
 StatusOr<EnvList> BuildReplicaEnv(const DistributedJob& job, const ReplicaKey& key,
@@ -86,6 +92,8 @@ struct ReplicaEnv {
   std::vector<int> agent_ports;  // empty when RINGMASTER_PORT is unset
   std::optional<double> formation_timeout_seconds;
   std::optional<double> heartbeat_timeout_seconds;
+  std::optional<int> min_size;  // 1..members
+  std::optional<double> rejoin_timeout_seconds;
   std::optional<int> streams;  // 1..8
   std::optional<std::string> flight_recorder_dir;
   std::optional<int> flight_recorder_size;  // 1..1048576 entries

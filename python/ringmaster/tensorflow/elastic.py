@@ -15,9 +15,21 @@ re-formation is bounded by the formation timeout
 back. Commit every batch (``CommitStateCallback(state)``) and a failure
 costs at most the step in flight.
 
-Not done: a group that shrinks or grows (the failed member must come back:
-the group keeps its size), host-update notifications (``check_host_updates``
-never interrupts), and process sets (add them again after a reset).
+Elastic size (``spec.runPolicy.elastic``: RINGMASTER_MIN_SIZE and
+RINGMASTER_REJOIN_TIMEOUT_SECONDS): when the failed member has not come back
+within the rejoin bound, the re-formation goes on without it (at least the
+minimum there), ranks renumbered in TF_CONFIG order: ``rank()`` and
+``size()`` change, and the reset callbacks are where the program re-shards
+its data and scales its learning rate. When the member comes back, it waits
+to join; every ``commit()`` asks the group (``check_host_updates``, one
+small broadcast from rank 0) and, when someone waits, raises
+``HostsUpdatedInterrupt`` on every member: ``run`` then forms the group with
+it *without* restoring (a membership change is not a failure), calls the
+reset callbacks and syncs, the newcomer taking the state.
+
+Not done: process sets (add them again after a reset), and ``local_rank()``
+and its kin after a formation that left members out (they read TF_CONFIG's
+hosts by rank).
 """
 from __future__ import annotations
 
@@ -40,8 +52,8 @@ class HorovodInternalError(RuntimeError):
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Horovod's interrupt for a membership change (never raised: no host
-    updates here)."""
+    """Horovod's interrupt for a membership change: raised by ``commit()``
+    on every member when a member waits to join the group (elastic size)."""
 
     def __init__(self, skip_sync: bool = False) -> None:
         super().__init__("hosts updated")
@@ -92,7 +104,11 @@ class State:
         self._commits = max(step, 0)
 
     def check_host_updates(self) -> None:
-        pass
+        """Raises ``HostsUpdatedInterrupt`` on every member when a member
+        waits to join the group; collective (a broadcast from rank 0)."""
+        comm = ringmaster.default_communicator()
+        if comm is not None and comm.agree_on_joiners() > 0:
+            raise HostsUpdatedInterrupt(skip_sync=False)
 
     def save(self) -> None:
         raise NotImplementedError
@@ -225,11 +241,13 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 state.sync()
                 return func(state, *args, **kwargs)
+            except HostsUpdatedInterrupt as e:
+                failure: BaseException = e  # a membership change: the state stays as it is
             except Exception as e:  # noqa: BLE001 - only a member's failure is kept
                 if not _member_failed(e):
                     raise
                 failure = e
-            state.restore()
+                state.restore()
             try:
                 _reset()
             except ringmaster.RingmasterError as e:

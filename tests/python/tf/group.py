@@ -138,9 +138,10 @@ def ringmaster_run(job_file: str, timeout: float, cwd: Optional[Path] = None,
     return out
 
 
-def python_job_yaml(name: str, argv: list, env: dict, backoff_limit: int = 6) -> str:
+def python_job_yaml(name: str, argv: list, env: dict, backoff_limit: int = 6, run_policy: tuple = ()) -> str:
     """A chief and two workers running `argv` (this Python's program) with
-    `env`, restartPolicy OnFailure: the job file of a `ringmaster run` test."""
+    `env`, restartPolicy OnFailure: the job file of a `ringmaster run` test.
+    `run_policy`: more lines of spec.runPolicy, as written under it."""
     def q(s: str) -> str:  # a JSON string is a YAML scalar; "$" doubled (kubelet expansion)
         return json.dumps(str(s).replace("$", "$$"))
     container = ["          containers:", "            - name: trainer", "              image: local",
@@ -149,7 +150,7 @@ def python_job_yaml(name: str, argv: list, env: dict, backoff_limit: int = 6) ->
         container += [f"                - name: {k}", f"                  value: {q(v)}"]
     lines = ["apiVersion: ringmaster.io/v1alpha1", "kind: DistributedJob", "metadata:", f"  name: {name}",
              "spec:", "  communication:", "    timeoutSeconds: 60", "  runPolicy:",
-             f"    backoffLimit: {backoff_limit}", "  replicaSpecs:"]
+             f"    backoffLimit: {backoff_limit}"] + [f"    {line}" for line in run_policy] + ["  replicaSpecs:"]
     for rtype, n in (("Chief", 1), ("Worker", 2)):
         lines += [f"    {rtype}:", f"      replicas: {n}", "      restartPolicy: OnFailure", "      template:",
                   "        spec:"] + container

@@ -2,6 +2,13 @@
 `KerasState`, the commit/batch/epoch callbacks), under `ringmaster run`.
 
 A chief and two workers of elastic_worker.py, restartPolicy OnFailure.
+test_elastic_keras_shrinks_without_a_late_member_and_grows_when_it_joins:
+runPolicy.elastic (minWorkers 1, a rejoin bound of 2 s); worker 0 (rank 1)
+is killed and its new incarnation waits 6 s before it joins. The others go
+on as a group of two (worker 1 renumbered to rank 1, each taking its new
+share of the data), then let it in at a commit (no rollback) and finish as
+three, every rank with the same weights.
+
 test_elastic_keras_recovers_in_place_twice_the_leader_included: worker 1
 (rank 2) kills itself with SIGKILL in the middle of `model.fit` (as batch 2
 of epoch 1 begins), then the chief (rank 0, which hosts formation) as batch
@@ -17,6 +24,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -33,12 +41,14 @@ KILL = re.compile(r"^\[(\S+)\] kill rank (\d) pid (\d+) epoch (\d+) batch (\d+) 
 DONE = re.compile(r"^\[(\S+)\] done rank (\d) pid (\d+) steps (\d+) weights sha256 ([0-9a-f]{64})$", re.M)
 
 
-def run_job(tmp: Path, name: str, kill: str = "", timeout: float = 600) -> tuple:
+def run_job(tmp: Path, name: str, kill: str = "", timeout: float = 600, env: Optional[dict] = None,
+            run_policy: tuple = ()) -> tuple:
     d = tmp / name
     (d / "out").mkdir(parents=True)
     env = {"PYTHONUNBUFFERED": "1", "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "",
-           "RINGMASTER_FORMATION_TIMEOUT_SECONDS": "120", "ELASTIC_OUT": str(d / "out"), "ELASTIC_KILL": kill}
-    (d / "job.yaml").write_text(python_job_yaml(name, [sys.executable, str(WORKER)], env))
+           "RINGMASTER_FORMATION_TIMEOUT_SECONDS": "120", "ELASTIC_OUT": str(d / "out"), "ELASTIC_KILL": kill,
+           **(env or {})}
+    (d / "job.yaml").write_text(python_job_yaml(name, [sys.executable, str(WORKER)], env, run_policy=run_policy))
     out = ringmaster_run(str(d / "job.yaml"), timeout, cwd=d, drop_env=("TF_USE_LEGACY_KERAS",))
     weights = {r: [w for _, w in sorted(np.load(d / "out" / f"rank-{r}.npz").items(),
                                         key=lambda kv: int(kv[0].split("_")[1]))] for r in range(3)}
@@ -94,3 +104,45 @@ def test_elastic_keras_recovers_in_place_twice_the_leader_included(uninterrupted
                      out), out[-6000:]
     assert re.search(r"resuming after step 16 from /job:worker/task:[01]; /job:chief/task:0 takes its state",
                      out), out[-6000:]
+
+
+RESET = re.compile(r"^\[(\S+)\] reset rank (\d) size (\d) pid (\d+) at [\d.]+$", re.M)
+
+
+def test_elastic_keras_shrinks_without_a_late_member_and_grows_when_it_joins(op_library, tmp_path):
+    epochs = 10  # long enough (0.3 s steps) for the late member to join before the end
+    out, weights = run_job(tmp_path, "elastic-shrink", kill="1:2:1",
+                           env={"ELASTIC_EPOCHS": str(epochs), "ELASTIC_STEP_SLEEP": "0.3",
+                                "ELASTIC_REJOIN_DELAY": "6"},
+                           run_policy=("recovery: InPlace", "elastic: {minWorkers: 1, rejoinTimeoutSeconds: 2}"))
+    tail = out[-8000:]
+    starts = {}
+    for replica, _, pid, _ in START.findall(out):
+        starts.setdefault(replica, []).append(int(pid))
+    assert {r: len(p) for r, p in starts.items()} == {"chief-0": 1, "worker-0": 2, "worker-1": 1}, (starts, tail)
+    # The survivors formed without worker 0, then with it again.
+    for replica in ("chief-0", "worker-1"):
+        assert re.search(rf"^\[{replica}\] ringmaster: \S+: formed with 2 of 3 members \(without /job:worker/task:0\)",
+                         out, re.M), tail
+        assert re.search(rf"^\[{replica}\] ringmaster: \S+: formed with 3 of 3 members", out, re.M), tail
+    # Their resets, in order: the shrink (worker 1 becomes rank 1 of 2), then the growth.
+    resets = {}
+    for replica, rank, size, pid in RESET.findall(out):
+        resets.setdefault(replica, []).append((int(rank), int(size), int(pid)))
+    assert [(r, s) for r, s, _ in resets["chief-0"]] == [(0, 2), (0, 3)], resets
+    assert [(r, s) for r, s, _ in resets["worker-1"]] == [(1, 2), (2, 3)], resets
+    assert "worker-0" not in resets, resets  # the newcomer takes the state, it does not reset
+    # The survivors kept their processes; training ran to the last epoch at both sizes.
+    for replica in ("chief-0", "worker-1"):
+        assert {pid for *_, pid in resets[replica]} == set(starts[replica]), (resets, starts)
+    sizes_seen = {int(s) for _, _, s, _ in RESET.findall(out)}
+    assert sizes_seen == {2, 3}, sizes_seen
+    done = {replica: (int(r), int(steps), h) for replica, r, _, steps, h in DONE.findall(out)}
+    assert {replica: r for replica, (r, _, _) in done.items()} == {"chief-0": 0, "worker-0": 1, "worker-1": 2}, done
+    last = [(int(e), int(b)) for rep, r, _, e, b in STEP.findall(out) if rep == "chief-0"][-1]
+    assert last[0] == epochs - 1, last
+    # Bit-identical on every rank at the end.
+    assert len({h for _, _, h in done.values()}) == 1, done
+    for rank in (1, 2):
+        for got, want in zip(weights[rank], weights[0]):
+            np.testing.assert_array_equal(got, want)
