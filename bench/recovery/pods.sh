@@ -84,7 +84,7 @@ import re, sys
 t0, steps = float(sys.argv[1]), 6
 text = open(sys.argv[2]).read()
 began, first, last_before = {}, {}, int(sys.argv[3])
-for m in re.finditer(r"^(reset|start) rank (\d) pid \d+ (?:restart \S+ )?at ([\d.]+)$", text, re.M):
+for m in re.finditer(r"^(reset|start) rank (\d) (?:size \d+ )?pid \d+ (?:restart \S+ )?at ([\d.]+)$", text, re.M):
     if float(m[3]) > t0:
         began.setdefault(m[2], float(m[3]))
 for m in re.finditer(r"^step rank (\d) pid \d+ epoch (\d+) batch (\d+) at ([\d.]+)$", text, re.M):
