@@ -18,11 +18,11 @@
 // Elastic size (ElasticSize): a round may also complete without the members
 // that have not joined `rejoin_s` after the leader did (its re-formation
 // begins with the others'; a joiner that waited since before must not cut
-// that short), once at least `min_size` joined, the leader among them (its port is the one everyone
-// knows). Its table lists the members present, in rank order; they number
-// themselves by their place in it. A member left out joins a later round,
-// and the leader learns it waits (Joiners()): the group grows at its next
-// re-formation.
+// that short), once at least `min_size` joined, the leader among them (its
+// port is the one everyone knows). Its table lists the members present, in
+// rank order; they number themselves by their place in it. A member left
+// out joins a later round, and the leader learns it waits (Joiners()): the
+// group grows at its next re-formation.
 #pragma once
 
 #include <cstdint>
