@@ -366,6 +366,10 @@ StatusOr<int> CommunicatorImpl::AgreeOnJoiners() {
     return FailedPreconditionError("process set " + std::to_string(set_id_) +
                                    ": membership is the whole group's; agree on it there");
   }
+  // Without an elastic size nobody waits while the group is whole (a
+  // member that comes back finds it broken and re-forming): no collective
+  // per commit. Every member has the same settings, so all skip alike.
+  if (settings_.min_size == 0) return 0;
   int64_t joiners = Joiners();
   Tensor t{&joiners, 1, DataType::kInt64};
   auto ex = executor();

@@ -250,7 +250,8 @@ class Communicator {
   // (left out of this formation and come back, or restarted), as the leader
   // sees them, agreed by every member (a broadcast from rank 0). Not 0:
   // every member calls Reform() to let them in. Called at a step boundary
-  // (Horovod's check_host_updates at a commit).
+  // (Horovod's check_host_updates at a commit). Without an elastic size
+  // (min_size 0) it is 0 at once, with no collective.
   StatusOr<int> AgreeOnJoiners();
 
  private:
