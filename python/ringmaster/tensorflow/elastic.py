@@ -22,7 +22,7 @@ minimum there), ranks renumbered in TF_CONFIG order: ``rank()`` and
 ``size()`` change, and the reset callbacks are where the program re-shards
 its data and scales its learning rate. When the member comes back, it waits
 to join; every ``commit()`` asks the group (``check_host_updates``, one
-small broadcast from rank 0) and, when someone waits, raises
+small broadcast from rank 0; none without an elastic size) and, when someone waits, raises
 ``HostsUpdatedInterrupt`` on every member: ``run`` then forms the group with
 it *without* restoring (a membership change is not a failure), calls the
 reset callbacks and syncs, the newcomer taking the state.
@@ -105,7 +105,8 @@ class State:
 
     def check_host_updates(self) -> None:
         """Raises ``HostsUpdatedInterrupt`` on every member when a member
-        waits to join the group; collective (a broadcast from rank 0)."""
+        waits to join the group; collective (a broadcast from rank 0, only
+        with an elastic size)."""
         comm = ringmaster.default_communicator()
         if comm is not None and comm.agree_on_joiners() > 0:
             raise HostsUpdatedInterrupt(skip_sync=False)
