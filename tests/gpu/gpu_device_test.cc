@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -82,7 +83,11 @@ TEST(GpuLibraries, TheAgentLoadsTheRealCudaRuntimeAndNccl) {
   auto api = internal::LoadGpuApi();
   ASSERT_TRUE(api.ok()) << api.status().ToString();
   EXPECT_TRUE((*api)->have_nccl) << (*api)->nccl_unavailable;
-  EXPECT_EQ((*api)->nccl_version, NCCL_VERSION_CODE);
+  if (std::getenv("RM_GPU_OTHER_NCCL")) {  // the machine's own NCCL on purpose (scripts/gpu-check --bundle)
+    EXPECT_EQ((*api)->nccl_version / 10000, NCCL_VERSION_CODE / 10000) << "another major version of NCCL";
+  } else {
+    EXPECT_EQ((*api)->nccl_version, NCCL_VERSION_CODE) << "not the NCCL this build found";
+  }
   int n = -1;
   cudaError_t e = (*api)->cuda.GetDeviceCount(&n);
   EXPECT_NE((*api)->cuda.GetErrorString(e), nullptr);
@@ -206,13 +211,25 @@ TEST(GpuDevice, ATimeoutAbortsCleanlyAndReformWorks) {
     CommunicationOptions o;
     o.implementation = impl;
     o.timeout_seconds = 1;
+    // The caller's stream is released 1.5 s in, after the deadline. CUDA
+    // cannot take back work already queued on a stream, and aborting NCCL
+    // waits for the device: the call may end only once the work queued
+    // behind the caller's stream has drained (seen on an H200). Held forever,
+    // it would wait forever, on the caller's own stream.
     const auto start = std::chrono::steady_clock::now();
+    std::thread releaser([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      g_release = true;
+    });
     Status s = comm->AllReduce(ts, ReduceOp::kSum, o);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    releaser.join();
+    std::printf("%s: DeadlineExceeded after %.2f s (timeout 1 s, caller's stream released at 1.5 s)\n",
+                std::string(ImplementationName(impl)).c_str(), took);
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << ImplementationName(impl) << ": " << s.ToString();
-    EXPECT_LT(took, 2.5);
+    EXPECT_GE(took, 1.0);
+    EXPECT_LT(took, 4.0);
     EXPECT_FALSE(comm->health().ok());
-    g_release = true;
     ASSERT_EQ(cudaStreamSynchronize(user), cudaSuccess);
     cudaStreamDestroy(user);
     ASSERT_TRUE(comm->Reform().ok());
