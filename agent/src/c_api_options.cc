@@ -1,6 +1,7 @@
 // The C API's options and enums: rm_options' conversion, the enums' names
 // and parsers (read from enums.h's one table) and the job's defaults.
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -12,6 +13,14 @@ namespace ringmaster::internal {
 StatusOr<CommunicationOptions> ToOptions(const rm_options* o) {
   CommunicationOptions out;
   if (!o) return out;
+  if (o->magic != RM_OPTIONS_MAGIC) {
+    char got[16];
+    std::snprintf(got, sizeof got, "0x%08x", o->magic);
+    return InvalidArgumentError(std::string("options.magic: ") + got +
+                                " is not RM_OPTIONS_MAGIC: the caller was compiled against another layout of "
+                                "rm_options (another ringmaster.h); rebuild it against this library's header, "
+                                "starting from RM_OPTIONS_INIT or rm_default_options()");
+  }
   if (o->size < offsetof(rm_options, implementation) + sizeof(o->implementation)) {
     return InvalidArgumentError("options.size: " + std::to_string(o->size) +
                                 " is too small; start from RM_OPTIONS_INIT or rm_default_options()");

@@ -11,7 +11,7 @@ import os
 import threading
 from typing import Optional
 
-# Order matters: libringmaster.so.0 must be loaded (RTLD_LOCAL|RTLD_DEEPBIND)
+# Order matters: libringmaster.so.N must be loaded (RTLD_LOCAL|RTLD_DEEPBIND)
 # before the extension that links it; see _loader.py for why.
 from . import _loader
 
@@ -84,7 +84,7 @@ def shutdown() -> None:
 
 
 def library_path() -> str:
-    """Absolute path of the libringmaster.so.0 this package loaded."""
+    """Absolute path of the libringmaster.so.N this package loaded."""
     return _loader.library_path()
 
 

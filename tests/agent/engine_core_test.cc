@@ -11,6 +11,7 @@
 #include "collectives/kernels.h"
 #include "collectives/link_model.h"
 #include "collectives/packing.h"
+#include "c_api_internal.h"
 #include "local_transport.h"
 #include "ringmaster/enum_names.h"
 #include "ringmaster/ringmaster.h"
@@ -458,12 +459,45 @@ TEST(EnumTable, TheCApiReadsTheOneTable) {
 TEST(EnumTable, OptionsStartFromTheInitializer) {
   const rm_options init = RM_OPTIONS_INIT;
   const rm_options def = rm_default_options();
+  EXPECT_EQ(init.magic, RM_OPTIONS_MAGIC);
+  EXPECT_EQ(def.magic, RM_OPTIONS_MAGIC);
   EXPECT_EQ(init.size, sizeof(rm_options));
   EXPECT_EQ(def.size, sizeof(rm_options));
   EXPECT_EQ(def.bytes_per_pack, 0);
   EXPECT_EQ(def.timeout_seconds, RM_TIMEOUT_KEEP);
   EXPECT_EQ(def.implementation, RM_AUTO);
   EXPECT_EQ(def.algorithm, RM_ALGORITHM_AUTO);
+}
+
+// The layout before the magic (a size_t size first): an old caller's struct
+// is refused, naming the field, instead of read with shifted fields.
+TEST(EnumTable, OptionsOfAnotherLayoutAreRefused) {
+  struct OldOptions {
+    size_t size;
+    int64_t bytes_per_pack;
+    double timeout_seconds;
+    int implementation, algorithm;
+  } old{sizeof(OldOptions), 1 << 20, 5.0, RM_RING, RM_ALGORITHM_AUTO};
+  static_assert(sizeof(OldOptions) == sizeof(rm_options));
+  rm_options as_seen;
+  std::memcpy(&as_seen, &old, sizeof old);
+  auto o = ToOptions(&as_seen);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(o.status().message().find("options.magic: 0x00000020 is not RM_OPTIONS_MAGIC"), std::string::npos)
+      << o.status().message();
+
+  rm_options small = RM_OPTIONS_INIT;
+  small.size = 8;  // magic and size only
+  auto s = ToOptions(&small);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("options.size: 8 is too small"), std::string::npos) << s.status().message();
+
+  rm_options good = RM_OPTIONS_INIT;
+  good.bytes_per_pack = 4096;
+  auto g = ToOptions(&good);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->bytes_per_pack, 4096);
 }
 
 }  // namespace

@@ -105,9 +105,9 @@ def ringmaster_task_main(args):
     class Tensor(ctypes.Structure):
         _fields_ = [("data", ctypes.c_void_p), ("count", ctypes.c_int64), ("dtype", ctypes.c_int)]
 
-    class Options(ctypes.Structure):  # rm_options (ringmaster.h): its size first, as RM_OPTIONS_INIT sets it
-        _fields_ = [("size", ctypes.c_size_t), ("bytes_per_pack", ctypes.c_int64), ("timeout_seconds", ctypes.c_double),
-                    ("implementation", ctypes.c_int), ("algorithm", ctypes.c_int)]
+    class Options(ctypes.Structure):  # rm_options (ringmaster.h): magic and size first, as RM_OPTIONS_INIT sets them
+        _fields_ = [("magic", ctypes.c_uint32), ("size", ctypes.c_uint32), ("bytes_per_pack", ctypes.c_int64),
+                    ("timeout_seconds", ctypes.c_double), ("implementation", ctypes.c_int), ("algorithm", ctypes.c_int)]
 
     rm_float32, rm_sum, rm_ring, rm_deadline_exceeded = 2, 0, 1, 4
     lib.rm_communicator_create_from_env.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
@@ -126,7 +126,8 @@ def ringmaster_task_main(args):
         os._exit(0)
     # The options TensorFlow gets in task_main, as one per-call rm_options.
     timeout = STALL_TIMEOUT if args.case == "stall" else float(os.environ["RINGMASTER_TIMEOUT_SECONDS"])
-    opts = Options(ctypes.sizeof(Options), int(os.environ["RINGMASTER_BYTES_PER_PACK"]), timeout, rm_ring, 0)
+    rm_options_magic = 0x314F4D52  # RM_OPTIONS_MAGIC
+    opts = Options(rm_options_magic, ctypes.sizeof(Options), int(os.environ["RINGMASTER_BYTES_PER_PACK"]), timeout, rm_ring, 0)
     if args.case == "stall" and task_type == "worker" and index == 1:
         print(json.dumps(dict(report, stalled=True)), flush=True)
         time.sleep(120)  # a member of the group that never joins the all-reduce: the driver ends it

@@ -59,19 +59,23 @@ typedef struct {
  * bytes_per_pack 0, timeout_seconds RM_TIMEOUT_KEEP (any value < 0) and
  * RM_AUTO / RM_ALGORITHM_AUTO mean "keep the default"; a timeout of 0
  * means no deadline. Start from RM_OPTIONS_INIT (or rm_default_options()),
- * which sets `size`: the struct may grow at its end, and the library reads
- * only the fields a caller compiled against (size 0 is refused). Every
- * field is checked where it enters, with RM_INVALID_ARGUMENT naming it
- * ("options.algorithm: ..."). */
+ * which sets `magic` and `size`. Why both: the struct may grow at its end,
+ * and the library reads only the fields a caller compiled against (`size`);
+ * any other change of its layout takes a new RM_OPTIONS_MAGIC and a new
+ * SONAME, so a caller compiled against another layout is refused
+ * ("options.magic: ...") instead of misread. Every field is checked where
+ * it enters, with RM_INVALID_ARGUMENT naming it ("options.algorithm: ..."). */
+#define RM_OPTIONS_MAGIC 0x314f4d52u /* "RMO1" in memory */
 typedef struct {
-  size_t size; /* sizeof(rm_options) as the caller compiled it */
+  uint32_t magic; /* RM_OPTIONS_MAGIC */
+  uint32_t size;  /* sizeof(rm_options) as the caller compiled it */
   int64_t bytes_per_pack;
   double timeout_seconds;
   rm_implementation implementation;
   rm_algorithm algorithm; /* the CPU engine's all-reduce algorithm */
 } rm_options;
 #define RM_OPTIONS_INIT \
-  { sizeof(rm_options), 0, RM_TIMEOUT_KEEP, RM_AUTO, RM_ALGORITHM_AUTO }
+  { RM_OPTIONS_MAGIC, (uint32_t)sizeof(rm_options), 0, RM_TIMEOUT_KEEP, RM_AUTO, RM_ALGORITHM_AUTO }
 
 /* RM_OPTIONS_INIT as a value. */
 rm_options rm_default_options(void);

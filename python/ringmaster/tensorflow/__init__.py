@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before TensorFlow's gRPC
+import ringmaster  # first: loads libringmaster.so.N with RTLD_DEEPBIND, before TensorFlow's gRPC
 import tensorflow as tf
 
 from . import _basics, _build

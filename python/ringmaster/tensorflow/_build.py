@@ -124,7 +124,7 @@ def load() -> Any:
     global _module
     if _module is not None:
         return _module
-    import ringmaster  # noqa: F401  (first: loads libringmaster.so.0 with DEEPBIND)
+    import ringmaster  # noqa: F401  (first: loads libringmaster.so.N with DEEPBIND)
     import tensorflow as tf
 
     path = library_path()

@@ -19,7 +19,7 @@ import threading
 import weakref
 from typing import Any, Callable, List, Optional, Sequence
 
-import ringmaster  # first: loads libringmaster.so.0 with RTLD_DEEPBIND, before TensorFlow's gRPC
+import ringmaster  # first: loads libringmaster.so.N with RTLD_DEEPBIND, before TensorFlow's gRPC
 import tensorflow as tf
 from tensorflow.python.framework import ops as _tf_ops
 

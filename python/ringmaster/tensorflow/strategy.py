@@ -25,7 +25,7 @@ import contextvars
 import copy
 from typing import Any, Iterator, List, Optional, Sequence
 
-import ringmaster  # first: loads libringmaster.so.0 before TensorFlow's gRPC
+import ringmaster  # first: loads libringmaster.so.N before TensorFlow's gRPC
 import tensorflow as tf
 from tensorflow.python.distribute import collective_util
 from tensorflow.python.distribute import cross_device_ops as _cdo
