@@ -18,7 +18,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
       protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
     && rm -rf /var/lib/apt/lists/* \
     && python3 -m venv /opt/build \
-    && /opt/build/bin/pip install --no-cache-dir --disable-pip-version-check scikit-build-core==1.1.2 nanobind==3.1.0
+    && /opt/build/bin/pip install --no-cache-dir --disable-pip-version-check scikit-build-core==1.1.2 nanobind==3.1.0 nanobind-backend==1.0.0
 WORKDIR /src
 # Only what the build reads (so an edit to examples/ or tests/ rebuilds nothing here).
 COPY CMakeLists.txt pyproject.toml ./

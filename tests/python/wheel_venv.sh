@@ -13,6 +13,6 @@ rm -rf "$venv"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet numpy pytest ml_dtypes
-"$venv/bin/python" -m pip install --quiet --no-deps "$wheel"
+"$venv/bin/python" -m pip install --quiet "$wheel"  # with its dependencies (nanobind-backend)
 echo "$wheel" > "$venv.wheel"
 echo "wheel_venv: $wheel in $venv"

@@ -70,8 +70,11 @@ _ops = _build.load()
 
 
 def op_library_path() -> str:
-    """The path of the loaded op library (in the build cache)."""
-    return str(_build.library_path())
+    """The path of the loaded op library: the package's prebuilt one for this
+    TensorFlow, or the one built at first import (in the build cache)."""
+    path = _build.loaded_path()
+    assert path is not None  # _build.load() ran at import
+    return path
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,12 @@
-"""Builds (once per TensorFlow version, compiler flags, op source and
-libringmaster) and loads the TensorFlow op library of ringmaster.tensorflow.
+"""Finds, or builds, and loads the TensorFlow op library of
+ringmaster.tensorflow.
+
+The package carries op libraries compiled ahead of time for the TensorFlow
+releases users have (``_prebuilt/tf-MAJOR.MINOR/``, made by scripts/tf-ops):
+the one matching ``tf.__version__``'s major.minor is loaded, and no compiler
+is needed. ``RINGMASTER_TF_PREBUILT=0`` skips them. Any other TensorFlow
+(or a prebuilt op that TensorFlow refuses) builds one at first import,
+once per TensorFlow version, compiler flags, op source and libringmaster.
 
 The library is compiled against the TensorFlow that is imported and the
 libringmaster that ``import ringmaster`` loaded, into a cache directory
@@ -22,9 +29,11 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 _OPS_DIR = Path(__file__).resolve().parent / "_ops"
+_PREBUILT_DIR = Path(__file__).resolve().parent / "_prebuilt"
 _LIB_NAME = "ringmaster_ops.so"
 _BUILD_TIMEOUT_S = 1200
 _module: Any = None
+_loaded: Optional[Path] = None
 
 
 class OpBuildError(RuntimeError):
@@ -37,6 +46,19 @@ def cache_root() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ringmaster" / "tf-ops"
+
+
+def prebuilt_versions() -> List[str]:
+    """The TensorFlow releases ("2.21") this package carries a prebuilt op for."""
+    found = [p.name[len("tf-"):] for p in _PREBUILT_DIR.glob("tf-*") if (p / _LIB_NAME).is_file()]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+
+
+def prebuilt_path(tf_version: str) -> Optional[Path]:
+    """The prebuilt op for this TensorFlow version's major.minor, if the package has one."""
+    minor = ".".join(tf_version.split(".")[:2])
+    path = _PREBUILT_DIR / f"tf-{minor}" / _LIB_NAME
+    return path if path.is_file() else None
 
 
 def _sources() -> List[Path]:
@@ -87,6 +109,18 @@ def library_path() -> Path:
     target = root / key / _LIB_NAME
     if target.exists():
         return target
+    compiler = _compiler()
+    if not shutil.which(compiler):
+        have = ", ".join(prebuilt_versions()) or "none"
+        if not prebuilt_path(tf.__version__):
+            why = f"this package has no prebuilt op for TensorFlow {tf.__version__}"
+        elif os.environ.get("RINGMASTER_TF_PREBUILT", "1") == "0":
+            why = f"the prebuilt op for TensorFlow {tf.__version__} is turned off (RINGMASTER_TF_PREBUILT=0)"
+        else:
+            why = f"TensorFlow {tf.__version__} refused the prebuilt op"
+        raise OpBuildError(f"ringmaster.tensorflow: {why} (prebuilt: {have}), and there is no C++ compiler to "
+                           f"build one ('{compiler}' is not on PATH): install g++ (or set CXX), or use a "
+                           f"TensorFlow the package was built for")
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f"{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another rank may be building it right now
@@ -120,16 +154,28 @@ def library_path() -> Path:
 
 def load() -> Any:
     """Loads the op library (after ``import ringmaster``: libringmaster must
-    already be loaded with RTLD_DEEPBIND so the op binds to that copy)."""
-    global _module
+    already be loaded with RTLD_DEEPBIND so the op binds to that copy):
+    the prebuilt one for this TensorFlow, else one built here."""
+    global _module, _loaded
     if _module is not None:
         return _module
     import ringmaster  # noqa: F401  (first: loads libringmaster.so.N with DEEPBIND)
     import tensorflow as tf
 
-    path = library_path()
+    prebuilt = prebuilt_path(tf.__version__) if os.environ.get("RINGMASTER_TF_PREBUILT", "1") != "0" else None
+    refused = ""
+    if prebuilt is not None:
+        try:
+            _module, _loaded = tf.load_op_library(str(prebuilt)), prebuilt
+            return _module
+        except Exception as e:  # a TensorFlow build whose ABI differs from its release's: build one instead
+            refused = f" (TensorFlow refused the prebuilt {prebuilt}: {e})"
     try:
-        _module = tf.load_op_library(str(path))
+        path = library_path()
+    except OpBuildError as e:
+        raise OpBuildError(f"{e}{refused}") from e
+    try:
+        _module, _loaded = tf.load_op_library(str(path)), path
     except Exception as e:  # tf.errors.NotFoundError: a missing symbol, a wrong TensorFlow
         raise OpBuildError(f"ringmaster.tensorflow: cannot load {path} into TensorFlow {tf.__version__}: {e}. "
                            f"Remove {path.parent} to rebuild it.") from e
@@ -137,4 +183,5 @@ def load() -> Any:
 
 
 def loaded_path() -> Optional[str]:
-    return None if _module is None else str(library_path())
+    """The op library loaded (prebuilt or built here); None before load()."""
+    return None if _loaded is None else str(_loaded)

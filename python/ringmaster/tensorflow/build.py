@@ -1,5 +1,7 @@
-"""Prebuilds the TensorFlow op library of ringmaster.tensorflow into its cache
-and prints its path (e.g. in a Dockerfile, so that pods do not compile it):
+"""Loads, or prebuilds into its cache, the TensorFlow op library of
+ringmaster.tensorflow and prints its path (e.g. in a Dockerfile, so that
+pods do not compile it; with a TensorFlow the package carries a prebuilt op
+for, that one is loaded and nothing is compiled):
 
     python -m ringmaster.tensorflow.build
 
@@ -22,7 +24,7 @@ def main() -> int:
     import tensorflow as tf
     print(f"ringmaster.tensorflow: op library for TensorFlow {tf.__version__} "
           f"({', '.join(sorted(n for n in dir(module) if n.startswith('ringmaster_')))})", file=sys.stderr)
-    print(_build.library_path())
+    print(_build.loaded_path())
     return 0
 
 

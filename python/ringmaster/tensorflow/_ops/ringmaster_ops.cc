@@ -34,6 +34,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 #include "tensorflow/core/lib/core/threadpool.h"
+#include "tensorflow/core/public/version.h"
 #include "xla/stream_executor/device_memory.h"
 #include "xla/stream_executor/stream.h"
 
@@ -97,7 +98,12 @@ absl::Status PrepareDeviceOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* 
     if (dst != src.data()) {
       stream_executor::DeviceMemoryBase to(dst, src.size());
       stream_executor::DeviceMemoryBase from(const_cast<char*>(src.data()), src.size());
+#if TF_MAJOR_VERSION == 2 && TF_MINOR_VERSION < 17  // StreamExecutor's older, chained copy
+      if (!s->ThenMemcpyD2D(&to, from, src.size()).ok())
+        return absl::InternalError("RingmasterAllReduce on GPU: copying an input to its output failed");
+#else
       TF_RETURN_IF_ERROR(s->MemcpyD2D(&to, from, src.size()));
+#endif
     }
     ts->push_back(View(*out));
   }
