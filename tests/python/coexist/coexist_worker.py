@@ -22,20 +22,49 @@ def ours(comm):
     return float(x[0])
 
 
+def grpc_echo():
+    """grpcio (a third copy of gRPC, its own) serving and calling in this process."""
+    from concurrent import futures
+
+    import grpc
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+    echo = grpc.unary_unary_rpc_method_handler(lambda request, context: request)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.Echo", {"Say": echo}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        said = channel.unary_unary("/t.Echo/Say")(b"ping", timeout=30)
+    server.stop(None)
+    return said.decode()
+
+
+def through_the_op(tf):
+    """The same group through the TensorFlow op library (ringmaster.tensorflow)."""
+    import ringmaster.tensorflow as hvd
+    hvd.init()  # the group ringmaster.init() formed
+    return float(hvd.allreduce(tf.fill([8], float(rank + 1)), op=hvd.Sum)[0])
+
+
 if scenario == "tf_first":
     import tensorflow as tf
     tf.constant(1.0) + 1.0  # TensorFlow's runtime (and its gRPC) is up
+    said = grpc_echo()
     import ringmaster
     comm = ringmaster.init()
     got = ours(comm)
-    print("RESULT " + json.dumps({"ours": got, "tf": float(tf.reduce_sum(tf.ones([4])))}), flush=True)
+    op = through_the_op(tf)
+    print("RESULT " + json.dumps({"ours": got, "op": op, "grpc": said, "grpc_after": grpc_echo(),
+                                  "tf": float(tf.reduce_sum(tf.ones([4])))}), flush=True)
 
 elif scenario == "ringmaster_first":
     import ringmaster
-    import tensorflow as tf
     comm = ringmaster.init()
     got = ours(comm)
-    print("RESULT " + json.dumps({"ours": got, "tf": float(tf.reduce_sum(tf.ones([4])))}), flush=True)
+    said = grpc_echo()
+    import tensorflow as tf
+    op = through_the_op(tf)
+    print("RESULT " + json.dumps({"ours": got, "op": op, "grpc": said, "grpc_after": grpc_echo(),
+                                  "tf": float(tf.reduce_sum(tf.ones([4])))}), flush=True)
 
 elif scenario in ("mwms", "port_taken"):
     import tensorflow as tf

@@ -1,7 +1,7 @@
-"""TensorFlow and Ringmaster's agent in the same processes (issue 12, part 1).
+"""TensorFlow and Ringmaster's agent in the same processes.
 
 Three tasks on 127.0.0.1, each a real Python process with TensorFlow:
-- TensorFlow imported (and running) before `import ringmaster`: a
+- TensorFlow (and grpcio, serving) imported before `import ringmaster`: a
   libringmaster whose gRPC bound to TensorFlow's exported copy crashed every
   non-leader here;
 - the other order;
@@ -102,8 +102,12 @@ def _report(outs) -> str:
 
 @pytest.mark.parametrize("scenario", ["tf_first", "ringmaster_first"])
 def test_import_order(scenario: str) -> None:
+    # With TensorFlow's gRPC, grpcio's and ours in each process, and our
+    # TensorFlow op library loaded too.
     for r in run_group(scenario, agent_ports=None):
         assert r["ours"] == 6.0  # 1 + 2 + 3
+        assert r["op"] == 6.0
+        assert r["grpc"] == "ping" and r["grpc_after"] == "ping"
         assert r["tf"] == 4.0
 
 
