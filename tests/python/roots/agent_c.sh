@@ -60,7 +60,7 @@ cmake_minimum_required(VERSION 3.20)
 project(use_ringmaster C)
 find_package(Ringmaster 0.1 REQUIRED)
 add_executable(allreduce ../allreduce.c)
-target_link_libraries(allreduce PRIVATE Ringmaster::ringmaster)
+target_link_libraries(allreduce PRIVATE Ringmaster::agent)
 CM
 if ! { cmake -S "$work/cm" -B "$work/cm/build" -DRingmaster_DIR="$a/lib/cmake/Ringmaster" >"$work/cm.log" 2>&1 \
        && cmake --build "$work/cm/build" >>"$work/cm.log" 2>&1; }; then
