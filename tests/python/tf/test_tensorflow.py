@@ -82,10 +82,12 @@ def test_killed_worker_gives_unavailable(op_library, outdir):
 def test_tensorflow_communication_options_example_with_nccl_hint(op_library, outdir):
     """TensorFlow's CommunicationOptions example (NCCL hint, CPU tensors):
     right result, and exactly one fallback warning per process. The 3 ranks
-    start with an empty op cache: one of them compiles, the others wait on
-    the lock and load the same library."""
+    start with an empty op cache and the prebuilt op turned off (the path
+    of a TensorFlow the wheel has no op for): one of them compiles, the
+    others wait on the lock and load the same library."""
     cache = outdir / "tf-ops"
-    results = run_group("nccl", outdir, timeout=400, extra_env={"RINGMASTER_TF_OPS_CACHE": str(cache)})
+    results = run_group("nccl", outdir, timeout=400,
+                        extra_env={"RINGMASTER_TF_OPS_CACHE": str(cache), "RINGMASTER_TF_PREBUILT": "0"})
     libs = sorted(p.relative_to(cache) for p in cache.rglob("*.so"))
     assert len(libs) == 1 and libs[0].name == "ringmaster_ops.so", libs  # no temporary left behind
     for r in results:
