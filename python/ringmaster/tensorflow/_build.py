@@ -54,6 +54,10 @@ def prebuilt_versions() -> List[str]:
     return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
 
 
+def _prebuilt_enabled() -> bool:
+    return os.environ.get("RINGMASTER_TF_PREBUILT", "1") != "0"
+
+
 def prebuilt_path(tf_version: str) -> Optional[Path]:
     """The prebuilt op for this TensorFlow version's major.minor, if the package has one."""
     minor = ".".join(tf_version.split(".")[:2])
@@ -114,7 +118,7 @@ def library_path() -> Path:
         have = ", ".join(prebuilt_versions()) or "none"
         if not prebuilt_path(tf.__version__):
             why = f"this package has no prebuilt op for TensorFlow {tf.__version__}"
-        elif os.environ.get("RINGMASTER_TF_PREBUILT", "1") == "0":
+        elif not _prebuilt_enabled():
             why = f"the prebuilt op for TensorFlow {tf.__version__} is turned off (RINGMASTER_TF_PREBUILT=0)"
         else:
             why = f"TensorFlow {tf.__version__} refused the prebuilt op"
@@ -162,7 +166,7 @@ def load() -> Any:
     import ringmaster  # noqa: F401  (first: loads libringmaster.so.N with DEEPBIND)
     import tensorflow as tf
 
-    prebuilt = prebuilt_path(tf.__version__) if os.environ.get("RINGMASTER_TF_PREBUILT", "1") != "0" else None
+    prebuilt = prebuilt_path(tf.__version__) if _prebuilt_enabled() else None
     refused = ""
     if prebuilt is not None:
         try:
