@@ -39,7 +39,7 @@ dump_on_failure() {
   } >&2 2>&1 || true
 }
 # On failure, what the cluster knew, then lib.sh's exit handling.
-trap '_E2E_RC=$?; [ $_E2E_RC = 0 ] || dump_on_failure; (exit $_E2E_RC); _e2e_exit' EXIT
+trap '_E2E_RC=$?; set +e; [ $_E2E_RC = 0 ] || dump_on_failure; _e2e_exit $_E2E_RC' EXIT
 
 # on_real_node: a job's YAML on stdin, every replica's pod template sent to
 # the real node (its label and its taint) on stdout. The examples' pod

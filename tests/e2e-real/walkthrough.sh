@@ -44,7 +44,7 @@ restore() {
   # What the page's last line removed, for the tests that follow.
   kubectl apply -f "$REPO_ROOT/manifests/00-crd.yaml" >/dev/null 2>&1 || true
 }
-trap '_E2E_RC=$?; restore; [ $_E2E_RC = 0 ] || dump_on_failure; (exit $_E2E_RC); _e2e_exit' EXIT
+trap '_E2E_RC=$?; set +e; restore; [ $_E2E_RC = 0 ] || dump_on_failure; _e2e_exit $_E2E_RC' EXIT
 taint=$(k get node "$REAL_NODE" -o 'jsonpath={.spec.taints[?(@.key=="ringmaster.io/real-node")].value}')
 # shellcheck disable=SC2086
 [ -z "$kwok_nodes" ] || k cordon $kwok_nodes >/dev/null || fail "cannot cordon the kwok nodes"

@@ -48,13 +48,16 @@ wait_jsonpath() {
 }
 
 # on_exit COMMAND: run COMMAND (a string) when the test exits, keeping the
-# test's exit status.
+# test's exit status. _e2e_exit [RC]: RC (default $?) is the test's status;
+# a trap of its own passes it rather than re-raising it with `(exit RC)`,
+# which under set -e ends the shell there, before any cleanup ran.
 E2E_ON_EXIT=()
 on_exit() { E2E_ON_EXIT+=("$1"); }
 _e2e_exit() {
-  local rc=$? c
+  local rc=${1:-$?} c
+  set +e
   for c in "${E2E_ON_EXIT[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
-  exit $rc
+  exit "$rc"
 }
 trap _e2e_exit EXIT
 
