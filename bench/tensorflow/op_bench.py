@@ -48,14 +48,14 @@ def rank_main(iters: int, warmup: int) -> None:
 
 def group(site: str, iters: int, warmup: int) -> dict:
     ports = []
-    for _ in range(6):
+    for _ in range(3):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             ports.append(s.getsockname()[1])
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:3]]}
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     procs = []
     for i in range(3):
-        env = dict(os.environ, PYTHONPATH=site, CUDA_VISIBLE_DEVICES="", RINGMASTER_PORT=str(ports[3 + i]),
+        env = dict(os.environ, PYTHONPATH=site, CUDA_VISIBLE_DEVICES="", RINGMASTER_TIMEOUT_SECONDS="120",
                    TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
         procs.append(subprocess.Popen([sys.executable, __file__, "--rank", str(iters), str(warmup)], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
