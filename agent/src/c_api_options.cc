@@ -16,10 +16,11 @@ StatusOr<CommunicationOptions> ToOptions(const rm_options* o) {
   if (o->magic != RM_OPTIONS_MAGIC) {
     char got[16];
     std::snprintf(got, sizeof got, "0x%08x", o->magic);
-    return InvalidArgumentError(std::string("options.magic: ") + got +
-                                " is not RM_OPTIONS_MAGIC: the caller was compiled against another layout of "
-                                "rm_options (another ringmaster.h); rebuild it against this library's header, "
-                                "starting from RM_OPTIONS_INIT or rm_default_options()");
+    return InvalidArgumentError(
+        std::string("options.magic: ") + got +
+        " is not RM_OPTIONS_MAGIC: the caller was compiled against another layout of "
+        "rm_options (another ringmaster.h); rebuild it against this library's header, "
+        "starting from RM_OPTIONS_INIT or rm_default_options()");
   }
   if (o->size < offsetof(rm_options, implementation) + sizeof(o->implementation)) {
     return InvalidArgumentError("options.size: " + std::to_string(o->size) +

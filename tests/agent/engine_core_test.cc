@@ -7,11 +7,11 @@
 #include <thread>
 #include <vector>
 
+#include "c_api_internal.h"
 #include "collectives/algorithms.h"
 #include "collectives/kernels.h"
 #include "collectives/link_model.h"
 #include "collectives/packing.h"
-#include "c_api_internal.h"
 #include "local_transport.h"
 #include "ringmaster/enum_names.h"
 #include "ringmaster/ringmaster.h"
@@ -491,7 +491,8 @@ TEST(EnumTable, OptionsOfAnotherLayoutAreRefused) {
   small.size = 8;  // magic and size only
   auto s = ToOptions(&small);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("options.size: 8 is too small"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("options.size: 8 is too small"), std::string::npos)
+      << s.status().message();
 
   rm_options good = RM_OPTIONS_INIT;
   good.bytes_per_pack = 4096;

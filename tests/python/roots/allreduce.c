@@ -1,8 +1,7 @@
 /* A C program against the agent's release archive (agent_c.sh): forms the
  * group from TF_CONFIG, all-reduces 1000 floats and checks the sums. */
-#include <stdio.h>
-
 #include <ringmaster/ringmaster.h>
+#include <stdio.h>
 
 int main(void) {
   rm_communicator* comm = NULL;
