@@ -17,11 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
+from pathlib import Path
+
+# The launcher of the all-reduce benchmark: free ports, one process per rank
+# with a deadline, rank 0's JSON lines.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "allreduce"))
+from run import free_ports, run_group  # noqa: E402
 
 SHAPES = [(1024, 4096), (4096,), (4096, 4096), (4096,), (4096, 1024), (1024,), (1024, 10), (10,)]
 
@@ -47,31 +51,14 @@ def rank_main(iters: int, warmup: int) -> None:
 
 
 def group(site: str, iters: int, warmup: int) -> dict:
-    ports = []
-    for _ in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
+    """Rank 0's result of one group of 3 ranks running with `site` first on PYTHONPATH."""
+    ports = free_ports(3)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
-    procs = []
-    for i in range(3):
-        env = dict(os.environ, PYTHONPATH=site, CUDA_VISIBLE_DEVICES="", RINGMASTER_TIMEOUT_SECONDS="120",
-                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
-        procs.append(subprocess.Popen([sys.executable, __file__, "--rank", str(iters), str(warmup)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    results = []
-    deadline = time.monotonic() + 600
-    for p in procs:
-        try:
-            out, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            raise SystemExit(f"op_bench: a group in {site} did not finish in 600 s")
-        if p.returncode != 0:
-            raise SystemExit(f"op_bench: a rank in {site} failed:\n{err[-3000:]}")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return next(r for r in results if r["rank"] == 0)
+    envs = [dict(os.environ, PYTHONPATH=site, CUDA_VISIBLE_DEVICES="", RINGMASTER_TIMEOUT_SECONDS="120",
+                 TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}))
+            for i in range(3)]
+    cmd = [sys.executable, __file__, "--rank", str(iters), str(warmup)]
+    return run_group([cmd] * 3, env=envs, timeout=600)[-1]
 
 
 def main() -> int:

@@ -41,13 +41,10 @@ def child(expected: str) -> dict:
 
 def run_group(expected: str, cache: str) -> list:
     """Two members of a group on 127.0.0.1, through TF_CONFIG."""
-    import socket
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from local_ports import free_ports  # tests/python/local_ports.py
 
-    ports = []
-    for _ in range(2):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            ports.append(s.getsockname()[1])
+    ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     procs = []
     for i in range(2):
