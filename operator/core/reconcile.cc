@@ -19,21 +19,27 @@ int64_t Generation(const json& job) {
 }
 
 // The plan's order (see Plan): the status first when anything is deleted,
-// else last; the events right after a first status write, else first.
+// else last; the events right after the status write, else first.
 void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
            std::vector<ApiAction> patches, std::vector<ApiAction> deletions) {
   const bool status_first = plan.status && !deletions.empty();
   auto add = [&plan](std::vector<ApiAction> actions, OnFailure on_failure) {
     if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
   };
-  const std::vector<ApiAction> write_status{{ApiActionKind::kWriteStatus, "", json(), ""}};
-  if (status_first) add(write_status, OnFailure::kStop);
-  if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
+  auto write_status = [&] { add({{ApiActionKind::kWriteStatus, "", json(), ""}}, OnFailure::kStop); };
+  auto record_events = [&] {
+    if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
+  };
+  if (status_first) write_status();
+  if (status_first || !plan.status) record_events();
   add(std::move(prerequisites), OnFailure::kNoNewPods);
   add(std::move(creations), OnFailure::kContinue);
   add(std::move(patches), OnFailure::kContinue);
   add(std::move(deletions), OnFailure::kContinue);
-  if (plan.status && !status_first) add(write_status, OnFailure::kStop);
+  if (plan.status && !status_first) {
+    write_status();
+    record_events();
+  }
 }
 
 Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int64_t now) {

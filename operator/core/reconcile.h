@@ -81,8 +81,9 @@ struct Pending {
 // implies, the restart count or the condition, is stored before the
 // evidence goes, so a crash in between repeats the deletion, never the
 // count), else last (a new job's creations wait for no status round trip).
-// The events after a first status write (a refused one is planned again,
-// events included), else first. Then the key Secret and the NetworkPolicy
+// The events right after the status write (a refused one, a 409 from a
+// reconcile on an outdated cache, is planned again, events included: so
+// they are told once), else first. Then the key Secret and the NetworkPolicy
 // before any pod; then the Service with the pods (they need it only to be
 // found by name, which the agent's formation waits for anyway); then the
 // pods' patches (Kueue's marks: a group is finished before its pods go);

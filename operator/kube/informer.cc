@@ -181,6 +181,11 @@ void Informer::Apply(WatchEventType type, json obj) {
         if (!old_job.empty()) by_job_[old_job].erase(key);
       }
     } else {
+      // Our own write's answer (Upsert) may be ahead of the watch: the
+      // versions in between are history, not news.
+      if (old && !NewerResourceVersion(MetadataString(obj, "resourceVersion"),
+                                       MetadataString(*old, "resourceVersion")))
+        return;
       store_[key] = obj;
       if (!job.empty()) by_job_[job].insert(key);
     }

@@ -6,6 +6,8 @@
 #include <CivetServer.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -35,10 +37,15 @@ struct HttpReply {
   std::string body;
 };
 
+// What the fake answers: the request's target and how many lists and
+// watches (this one included) it has served.
+using Script = std::function<HttpReply(const std::string& target, int lists, int watches)>;
+
 // Answers every request with one whole body and closes the connection (a
 // watch that ends), on civetweb, the server the operator's endpoints use.
 class FakeApiServer : public CivetHandler {
  public:
+  explicit FakeApiServer(Script script) : script_(std::move(script)) {}
   ~FakeApiServer() override {
     if (server_) server_->close();
   }
@@ -71,37 +78,22 @@ class FakeApiServer : public CivetHandler {
 
  private:
   HttpReply Serve(const std::string& target) {
-    std::lock_guard<std::mutex> lock(mu_);
-    targets_.push_back(target);
-    HttpReply r{200, "application/json", ""};
-    if (target.find("watch=1") == std::string::npos) {
-      ++lists_;
-      json items = json::array({Pod("a", "3")});
-      if (lists_ > 1) items.push_back(Pod("b", "15"));
-      r.body = json{
-          {"kind", "PodList"},
-          {"metadata", {{"resourceVersion", lists_ == 1 ? "5" : "20"}}},
-          {"items",
-           items}}.dump();
-      return r;
+    int lists, watches;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      targets_.push_back(target);
+      if (target.find("watch=1") == std::string::npos)
+        ++lists_;
+      else
+        ++watches_;
+      lists = lists_;
+      watches = watches_;
     }
-    ++watches_;
-    if (watches_ == 1) {
-      // A bookmark, then the resourceVersion has expired.
-      r.body = Line("BOOKMARK", {{"kind", "Pod"}, {"metadata", {{"resourceVersion", "7"}}}}) +
-               Line("ERROR", {{"kind", "Status"},
-                              {"code", 410},
-                              {"reason", "Expired"},
-                              {"message", "too old resource version: 7 (19)"}});
-    } else if (watches_ == 2) {
-      r.body = Line("ADDED", Pod("c", "21")) + Line("DELETED", Pod("a", "22"));
-    } else {
-      // Later watches: nothing new; the informer waits before asking again.
-      r.body = "";
-    }
-    return r;
+    // Outside the lock: a script may hold a watch back.
+    return script_(target, lists, watches);
   }
 
+  Script script_;
   std::unique_ptr<CivetServer> server_;
   int port_ = 0;
   std::mutex mu_;
@@ -109,49 +101,50 @@ class FakeApiServer : public CivetHandler {
   int lists_ = 0, watches_ = 0;
 };
 
-TEST(TrimPod, KeepsTerminatedStatesWithTheirMessages) {
-  json pod = json::parse(R"({"metadata":{"name":"j-worker-0","managedFields":[{}],"annotations":{"a":"b"}},
-    "spec":{"containers":[{"name":"trainer"}]},
-    "status":{"phase":"Running","podIP":"10.0.0.1","containerStatuses":[{"name":"trainer","restartCount":1,
-      "image":"x","state":{"running":{"startedAt":"2027-01-15T08:00:01Z"}},
-      "lastState":{"terminated":{"exitCode":1,"message":"DeadlineExceeded: ...","finishedAt":"2027-01-15T08:00:00Z"}}}]}})");
-  TrimPod(pod);
-  EXPECT_FALSE(pod.contains("spec"));
-  EXPECT_FALSE(pod["metadata"].contains("managedFields"));
-  EXPECT_FALSE(pod["metadata"].contains("annotations"));
-  EXPECT_FALSE(pod["status"].contains("podIP"));
-  const json& cs = pod["status"]["containerStatuses"][0];
-  EXPECT_EQ(cs, json::parse(R"({"name":"trainer","restartCount":1,
-    "lastState":{"terminated":{"exitCode":1,"message":"DeadlineExceeded: ...","finishedAt":"2027-01-15T08:00:00Z"}}})"));
-}
-
-TEST(TrimPod, KeepsWhatKueueSaysOfThePod) {
-  json pod = json::parse(R"({"metadata":{"name":"j-worker-0","finalizers":["kueue.x-k8s.io/managed"],
-    "annotations":{"a":"b","kueue.x-k8s.io/retriable-in-group":"false"}},
-    "spec":{"containers":[{"name":"trainer"}],"schedulingGates":[{"name":"kueue.x-k8s.io/admission"}]},
-    "status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"},
-      {"type":"TerminationTarget","status":"True","reason":"WorkloadEvictedDueToPreempted"}]}})");
-  TrimPod(pod);
-  EXPECT_EQ(pod["metadata"]["finalizers"], json::parse(R"(["kueue.x-k8s.io/managed"])"));
-  EXPECT_EQ(pod["metadata"]["annotations"], json::parse(R"({"kueue.x-k8s.io/retriable-in-group":"false"})"));
-  EXPECT_EQ(pod["spec"], json::parse(R"({"schedulingGates":[{"name":"kueue.x-k8s.io/admission"}]})"));
-  EXPECT_EQ(pod["status"]["conditions"], json::parse(R"([{"type":"TerminationTarget","status":"True",
-    "reason":"WorkloadEvictedDueToPreempted"}])"));
-}
-
-TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
-  FakeApiServer fake;
-  ASSERT_TRUE(fake.Start().ok());
+std::unique_ptr<KubeClient> ClientOf(const FakeApiServer& fake) {
   ClusterConfig cfg;
   cfg.server = "http://127.0.0.1:" + std::to_string(fake.port());
   ClientOptions opts;
   opts.request_timeout = std::chrono::seconds(10);
   auto client = KubeClient::Create(cfg, opts);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(*client) : nullptr;
+}
+
+json PodList(const std::string& rv, json items) {
+  return {{"kind", "PodList"}, {"metadata", {{"resourceVersion", rv}}}, {"items", std::move(items)}};
+}
+
+// A list, a bookmark and a 410 Gone; a relist, then an add and a delete.
+HttpReply GoneScript(const std::string& target, int lists, int watches) {
+  HttpReply r{200, "application/json", ""};
+  if (target.find("watch=1") == std::string::npos) {
+    json items = json::array({Pod("a", "3")});
+    if (lists > 1) items.push_back(Pod("b", "15"));
+    r.body = PodList(lists == 1 ? "5" : "20", items).dump();
+  } else if (watches == 1) {
+    // A bookmark, then the resourceVersion has expired.
+    r.body = Line("BOOKMARK", {{"kind", "Pod"}, {"metadata", {{"resourceVersion", "7"}}}}) +
+             Line("ERROR", {{"kind", "Status"},
+                            {"code", 410},
+                            {"reason", "Expired"},
+                            {"message", "too old resource version: 7 (19)"}});
+  } else if (watches == 2) {
+    r.body = Line("ADDED", Pod("c", "21")) + Line("DELETED", Pod("a", "22"));
+  }
+  // Later watches: nothing new; the informer waits before asking again.
+  return r;
+}
+
+TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
+  FakeApiServer fake(GoneScript);
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = ClientOf(fake);
+  ASSERT_NE(client, nullptr);
 
   std::mutex mu;
   std::vector<std::string> seen;
-  Informer informer(**client, "pods", "/api/v1/namespaces/ns/pods", "ringmaster.io/job-name",
+  Informer informer(*client, "pods", "/api/v1/namespaces/ns/pods", "ringmaster.io/job-name",
                     [&](WatchEventType type, const json& obj, const json*) {
                       std::lock_guard<std::mutex> lock(mu);
                       seen.push_back(std::string(type == WatchEventType::kDeleted ? "-" : "+") +
@@ -195,6 +188,62 @@ TEST(InformerLoopback, SurvivesGoneWithARelistAndResumesFromTheLastVersion) {
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), "+c"), 1);
   EXPECT_EQ(std::count(seen.begin(), seen.end(), "-a"), 1);
+}
+
+// The operator puts its own writes' answers into the cache (Upsert); the
+// watch delivers the versions in between later. A stale one must neither
+// replace the newer object nor reach the handler: a controller that
+// reconciled it would decide again from an old status (and say so twice
+// in the job's events).
+TEST(InformerLoopback, AWatchEventOlderThanTheCacheIsDropped) {
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool released = false;
+  FakeApiServer fake([&](const std::string& target, int, int watches) {
+    HttpReply r{200, "application/json", ""};
+    if (target.find("watch=1") == std::string::npos) {
+      r.body = PodList("5", json::array({Pod("a", "3")})).dump();
+    } else if (watches == 1) {
+      std::unique_lock<std::mutex> lock(gate_mu);
+      gate_cv.wait_for(lock, std::chrono::seconds(20), [&] { return released; });
+      r.body =
+          Line("MODIFIED", Pod("a", "6")) + Line("ADDED", Pod("c", "8")) + Line("MODIFIED", Pod("a", "9"));
+    }
+    return r;
+  });
+  ASSERT_TRUE(fake.Start().ok());
+  auto client = ClientOf(fake);
+  ASSERT_NE(client, nullptr);
+  std::mutex mu;
+  std::vector<std::string> seen;  // name@resourceVersion, as the handler saw them
+  Informer informer(*client, "pods", "/api/v1/namespaces/ns/pods", "",
+                    [&](WatchEventType, const json& obj, const json*) {
+                      std::lock_guard<std::mutex> lock(mu);
+                      seen.push_back(obj["metadata"]["name"].get<std::string>() + "@" +
+                                     obj["metadata"]["resourceVersion"].get<std::string>());
+                    });
+  informer.Start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);  // liveness only
+  while (!informer.HasSynced() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(informer.HasSynced());
+  informer.Upsert(Pod("a", "7"));  // our write's answer, ahead of the watch
+  {
+    std::lock_guard<std::mutex> lock(gate_mu);
+    released = true;
+  }
+  gate_cv.notify_all();
+  auto rv_of_a = [&] {
+    auto a = informer.Get("ns/a");
+    return a ? (*a)["metadata"]["resourceVersion"].get<std::string>() : std::string();
+  };
+  while (rv_of_a() != "9" && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  informer.Stop();
+
+  EXPECT_EQ(rv_of_a(), "9");
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"a@3", "c@8", "a@9"}));
 }
 
 }  // namespace

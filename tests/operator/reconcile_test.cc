@@ -90,11 +90,11 @@ TEST(PlanOrder, TheTtlWritesTheStatusBeforeTheJobIsDeleted) {
   EXPECT_EQ(Shape(ttl), (std::vector<std::string>{"stop: write-status", "continue: delete-job"}));
 }
 
-TEST(PlanOrder, WithoutDeletionsTheEventsComeFirstAndTheStatusLast) {
+TEST(PlanOrder, WithoutDeletionsTheStatusComesLastAndItsEventsAfterIt) {
   json job = QuickstartObject();
   job["spec"]["replicaSpecs"]["Worker"]["replicas"] = -1;
   const Plan p = PlanJob(job, {}, nullptr, {}, kNow, {});
-  EXPECT_EQ(Shape(p), (std::vector<std::string>{"continue: record-events", "stop: write-status"}));
+  EXPECT_EQ(Shape(p), (std::vector<std::string>{"stop: write-status", "continue: record-events"}));
   EXPECT_TRUE(Shape(PlanJob(WithStatus(job, p), {}, nullptr, {}, kNow, {})).empty());
 }
 
