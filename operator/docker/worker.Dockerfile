@@ -1,53 +1,23 @@
 # A base image for training containers: the agent (libringmaster, its headers
-# and CMake/pkg-config files under /opt/ringmaster) and the ringmaster-worker
-# program. Build from the repository root:
+# and CMake/pkg-config files under /opt/ringmaster, self-contained: it needs
+# libc and libstdc++ from the image, nothing else) and the ringmaster-worker
+# program. It is made of the wheel's files: the agent's release archive
+# (scripts/agent-archive) in dist/. Build from the repository root:
 #   docker build -f operator/docker/worker.Dockerfile -t ghcr.io/ringmaster/worker:0.1.0 .
-# scripts/images builds it the same way (buildah) and loads it into a cluster.
+# scripts/images makes the archive, builds it the same way (buildah) and
+# loads it into a cluster.
 
-# ---- build: the C++ programs and the Python wheel -------------------------
-# This stage's text is identical in operator/docker/operator.Dockerfile,
-# operator/docker/worker.Dockerfile and examples/keras/Dockerfile (which stops
-# before its last RUN): a builder's layer cache (docker, or buildah --layers as
-# scripts/images runs it) builds it once for all three images. Keep them in
-# step. The agent compiles once: the wheel's CMake tree (/build) then builds
-# ringmaster-operator and ringmaster-worker from the same objects. Tests,
-# benchmarks, fuzzers and the NCCL/CUDA backend are off (the images are for
-# CPU; docs/gpu.md says how to build the agent in a CUDA image).
-FROM debian:12 AS build
-RUN apt-get update && apt-get install -y --no-install-recommends \
-      cmake ninja-build g++ python3-dev python3-venv \
-      libcpprest-dev libssl-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcli11-dev \
-      protobuf-compiler libprotobuf-dev libgrpc++-dev protobuf-compiler-grpc \
-    && rm -rf /var/lib/apt/lists/* \
-    && python3 -m venv /opt/build \
-    && /opt/build/bin/pip install --no-cache-dir --disable-pip-version-check scikit-build-core==1.1.2 nanobind==3.1.0 nanobind-backend==1.0.0
-WORKDIR /src
-# Only what the build reads (so an edit to examples/ or tests/ rebuilds nothing here).
-COPY CMakeLists.txt pyproject.toml ./
-COPY cmake cmake/
-COPY api api/
-COPY proto proto/
-COPY agent agent/
-COPY bench/common bench/common/
-COPY cli cli/
-COPY operator operator/
-COPY python python/
-COPY docs/python.md docs/
-RUN /opt/build/bin/pip wheel . --no-deps --no-build-isolation --disable-pip-version-check -w /wheels \
-      --config-settings=build-dir=/build --config-settings=cmake.build-type=Release \
-      --config-settings=cmake.define.RINGMASTER_WITH_NCCL=OFF
-RUN cmake --build /build --target ringmaster-operator ringmaster-worker ringmaster_static \
-    && strip /build/bin/ringmaster-operator \
-    && cmake --install /build --component agent --prefix /opt/ringmaster --strip
+# ---- unpack: the archive to /opt/ringmaster (the tarball stays here) -------
+FROM debian:12-slim AS unpack
+COPY dist/ringmaster-agent-*-linux-x86_64.tar.gz /tmp/
+RUN mkdir /opt/ringmaster \
+    && tar -xzf /tmp/ringmaster-agent-*-linux-x86_64.tar.gz -C /opt/ringmaster --strip-components=1 --no-same-owner
 
-# ---- the image: the agent's install tree and the runtime libraries it links
-# (gRPC, protobuf, libcrypto; nothing else) ----------------------------------
+# ---- the image --------------------------------------------------------------
 FROM debian:12-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libgrpc++1.51 libprotobuf32 \
-    && rm -rf /var/lib/apt/lists/* \
-    && useradd --uid 65532 --create-home --shell /usr/sbin/nologin trainer
-COPY --from=build /opt/ringmaster /opt/ringmaster
-ENV PATH=/opt/ringmaster/bin:$PATH LD_LIBRARY_PATH=/opt/ringmaster/lib
+RUN useradd --uid 65532 --create-home --shell /usr/sbin/nologin trainer
+COPY --from=unpack /opt/ringmaster /opt/ringmaster
+ENV PATH=/opt/ringmaster/bin:$PATH
 USER 65532:65532
 # TF_CONFIG and RINGMASTER_* come from the operator.
 EXPOSE 2222

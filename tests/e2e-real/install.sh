@@ -37,7 +37,9 @@ pod=$(k -n "$OPERATOR_NS" get pods -l app.kubernetes.io/name=ringmaster-operator
 [ -n "$pod" ] || fail "no operator pod"
 wait_jsonpath 120 "pod/$pod" '{.status.conditions[?(@.type=="Ready")].status}' True -n "$OPERATOR_NS"
 expect_eq "the operator pod's node" "$(k -n "$OPERATOR_NS" get pod "$pod" -o 'jsonpath={.spec.nodeName}')" "$REAL_NODE"
-expect_eq "its user" "$(k -n "$OPERATOR_NS" exec "$pod" -- id -u 2>/dev/null || k -n "$OPERATOR_NS" get pod "$pod" -o 'jsonpath={.spec.securityContext.runAsUser}')" 65532
+# The image has no shell and no `id`: the process's own uid, from the host.
+opid=$(container_pid "$OPERATOR_NS" "$pod") || exit 1
+expect_eq "its user (the process's real and effective uid)" "$(awk '/^Uid:/ {print $2 ":" $3}' "/proc/$opid/status")" 65532:65532
 # It reached the API server through the kubernetes Service (ClusterIP, kube-proxy) with its token.
 wait_for 60 "the operator to take the lead" bash -c \
   "kubectl -n $OPERATOR_NS logs $pod | grep -qiE 'leader|acquired'"

@@ -97,15 +97,23 @@ log_has() {
   grep -qE -- "$2" <<<"$log"
 }
 
-# kill_container NAMESPACE POD: SIGKILL to the pod's (first) container's
-# process from the host, found through containerd: what the OOM killer or a
-# node's loss does, not a signal the process sends itself (which as a
-# container's PID 1 it would ignore). Prints the kill's time (s.ns).
-kill_container() {
+# container_pid NAMESPACE POD: the host's PID of the pod's (first)
+# container's process, found through containerd (the node is this machine).
+container_pid() {
   local cid pid
   cid=$(k -n "$1" get pod "$2" -o 'jsonpath={.status.containerStatuses[0].containerID}')
   pid=$(ctr --address "$RINGMASTER_CONTAINERD_ADDRESS" -n k8s.io task ls | awk -v c="${cid#containerd://}" '$1 == c { print $2 }')
   [ -n "$pid" ] || fail "no task for $2's container ${cid:-?}"
+  echo "$pid"
+}
+
+# kill_container NAMESPACE POD: SIGKILL to the pod's (first) container's
+# process from the host: what the OOM killer or a node's loss does, not a
+# signal the process sends itself (which as a container's PID 1 it would
+# ignore). Prints the kill's time (s.ns).
+kill_container() {
+  local pid
+  pid=$(container_pid "$1" "$2") || exit 1
   date +%s.%N
   kill -KILL "$pid" || fail "kill -KILL $pid ($2) failed"
 }

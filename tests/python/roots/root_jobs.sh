@@ -6,7 +6,9 @@
 #   pip install WHEEL
 #   ringmaster run examples/keras/job.yaml   3 members, Horovod's API (ringmaster.tensorflow.keras)
 #   ringmaster run examples/mwms/job.yaml    3 members, ringmaster.tensorflow.MultiWorkerMirroredStrategy
-# Both must succeed with the same weights on every rank, and every member's
+#   ringmaster run examples/quickstart.yaml  3 members of the wheel's own ringmaster-worker
+# The first two must succeed with the same weights on every rank (the third
+# with every member's steps verified), and every Python member's
 # /proc/self/maps must show only the root's libraries and the venv's
 # (check_maps.py).
 #
@@ -20,12 +22,12 @@ repo=$(cd "$here/../../.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ringmaster-root-jobs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/examples" "$work/out"
-cp -r "$repo/examples/keras" "$repo/examples/mwms" "$work/examples/"
+cp -r "$repo/examples/keras" "$repo/examples/mwms" "$repo/examples/quickstart.yaml" "$work/examples/"
 cp "$wheel" "$here/with_maps.py" "$work/"
 printf '#!/bin/sh\nexec /opt/venv/bin/python /work/with_maps.py "$@"\n' >"$work/python-with-maps"
 chmod +x "$work/python-with-maps"
 
-echo "== $suite: pip install $(basename "$wheel"), then both jobs (3 members each)"
+echo "== $suite: pip install $(basename "$wheel"), then the three jobs (3 members each)"
 rc=0
 "$repo/scripts/roots" run "$suite" "$work" -- '
   set -e
@@ -38,6 +40,7 @@ rc=0
   set +e
   ringmaster run examples/keras/job.yaml >/work/out/keras.log 2>&1; echo $? >/work/out/keras.rc
   ringmaster run examples/mwms/job.yaml >/work/out/mwms.log 2>&1; echo $? >/work/out/mwms.rc
+  ringmaster run examples/quickstart.yaml >/work/out/quickstart.log 2>&1; echo $? >/work/out/quickstart.rc
 ' || rc=$?
 [ "$rc" = 0 ] || { echo "root_jobs: the commands in the $suite root failed (exit $rc)" >&2; exit 1; }
 
@@ -54,5 +57,12 @@ for job in keras mwms; do
     status=1
   fi
 done
+verified=$(grep -cE '^\[(chief|worker)-[0-9]+\] ringmaster-worker .*: 3 steps verified$' "$work/out/quickstart.log" || true)
+echo "quickstart: exit $(cat "$work/out/quickstart.rc"), $verified members verified their steps"
+if [ "$(cat "$work/out/quickstart.rc")" != 0 ] || [ "$verified" != 3 ]; then
+  echo "root_jobs: quickstart did not succeed with 3 verified members; its output:" >&2
+  tail -n 40 "$work/out/quickstart.log" >&2
+  status=1
+fi
 python3 "$here/check_maps.py" "$work/out" 6 || status=1
 exit "$status"
