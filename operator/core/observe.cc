@@ -1,5 +1,6 @@
 #include "observe.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "names.h"
@@ -67,8 +68,14 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
     }
   }
   if (const auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    // Kueue's admission gate only: another gate (a user's, another
+    // scheduler's) holds the pod back, but says nothing of the queue.
     const auto gates = spec->find("schedulingGates");
-    o.gated = gates != spec->end() && gates->is_array() && !gates->empty();
+    o.gated = gates != spec->end() && gates->is_array() &&
+              std::any_of(gates->begin(), gates->end(), [](const json& g) {
+                const auto name = g.is_object() ? g.find("name") : g.end();
+                return name != g.end() && name->is_string() && *name == kKueueAdmissionGate;
+              });
   }
   o.exit_code = first_nonzero.value_or(first_exit.value_or(0));
   if (o.phase == ReplicaPhase::kFailed && !first_nonzero && !first_exit) o.exit_code = 1;

@@ -117,6 +117,19 @@ TEST(Observe, AGatedPodWaitsForAdmission) {
   EXPECT_FALSE(ObservePod(pod)->gated);
 }
 
+// Only Kueue's gate says the queue has not admitted the pod: another one
+// (a user's, another scheduler's) is not a wait for the LocalQueue.
+TEST(Observe, OnlyKueuesGateIsAWaitForAdmission) {
+  json pod = {{"metadata", {{"labels", {{kLabelReplicaType, "worker"}, {kLabelReplicaIndex, "0"}}}}},
+              {"spec", {{"schedulingGates", json::array({{{"name", "example.com/quota"}}})}}},
+              {"status", {{"phase", "Pending"}}}};
+  EXPECT_FALSE(ObservePod(pod)->gated);
+  pod["spec"]["schedulingGates"].push_back({{"name", kKueueAdmissionGate}});
+  EXPECT_TRUE(ObservePod(pod)->gated);
+  pod["spec"]["schedulingGates"] = json::array({"not-an-object", {{"name", 7}}});
+  EXPECT_FALSE(ObservePod(pod)->gated);
+}
+
 TEST(PodBuilder, CommunicationEnvAndPortInEveryContainer) {
   json obj = testing::QuickstartObject();
   obj["spec"]["communication"] = {{"implementation", "RING"}, {"bytesPerPack", 4096}, {"timeoutSeconds", 30}};
