@@ -275,6 +275,29 @@ def run(command: Sequence[str], n: int, chief: bool = False, timeout_seconds: in
 
 # ---------------------------------------------------------------- the CLI
 
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for the device tests
+
+
+def skip_without_gpu() -> Optional[int]:
+    """With RINGMASTER_TEST_SKIP_WITHOUT_GPU set: SKIPPED when this Python's
+    TensorFlow sees no GPU (so ctest reports the device cases as not run,
+    not as passed), an error's exit code when the probe itself fails, else
+    None (go on)."""
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import sys, tensorflow as tf; sys.exit(0 if tf.config.list_physical_devices('GPU') else 77)"],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, check=False)
+    if probe.returncode == 0:
+        return None
+    if probe.returncode == 77:
+        print("launch.py: TensorFlow sees no GPU here: the device cases are skipped (docs/gpu.md)")
+        return SKIPPED
+    print(f"launch.py: probing TensorFlow for a GPU failed (exit {probe.returncode}):\n{probe.stdout[-2000:]}",
+          file=sys.stderr)
+    return probe.returncode
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" in argv:
@@ -308,6 +331,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if a.print_job:
         sys.stdout.write(job_yaml(command, a.n, chief=a.chief, timeout_seconds=a.timeout_seconds, env=env))
         return 0
+    if os.environ.get("RINGMASTER_TEST_SKIP_WITHOUT_GPU"):
+        skip = skip_without_gpu()
+        if skip is not None:
+            return skip
     try:
         res = run(command, a.n, chief=a.chief, timeout_seconds=a.timeout_seconds, env=env,
                   wall_timeout=a.wall_timeout, cwd=a.cwd, echo=sys.stdout)
