@@ -36,8 +36,8 @@ std::string HowFromErrno(int err) {
   return "its connection failed: " + text;
 }
 
-Status UnreachableError(const std::string& task, const std::string& how) {
-  return UnavailableError(task + " is unreachable: " + how);
+Status UnreachableError(const std::string& task, const std::string& observer, const std::string& how) {
+  return UnavailableError(task + " is unreachable from " + observer + ": " + how);
 }
 
 std::string DescribeCollective(uint64_t seq, const OpInfo& info) {

@@ -21,8 +21,10 @@ inline constexpr char kHowReset[] = "its connection was reset (the process or it
 std::string HowNoHeartbeat(double seconds);  // "no heartbeat for 15 s"
 // kHowReset for ECONNRESET/EPIPE, kHowClosed for 0 (EOF), else the error text.
 std::string HowFromErrno(int err);
-// Unavailable "<task> is unreachable: <how>".
-Status UnreachableError(const std::string& task, const std::string& how);
+// Unavailable "<task> is unreachable from <observer>: <how>". Every member
+// reports the first cause in its words, the unreachable one too (when it is
+// alive, its peers could not hear it): the observer says who could not.
+Status UnreachableError(const std::string& task, const std::string& observer, const std::string& how);
 
 // "all-reduce collective #3 (pack 0 of 1)".
 std::string DescribeCollective(uint64_t seq, const OpInfo& info);

@@ -24,6 +24,10 @@ GroupDecision GroupState::AbortWith(const Status& cause, bool tell_peers, bool r
   return {true, tell_peers, report};
 }
 
+std::string GroupState::Self() const {
+  return rank_ >= 0 && rank_ < static_cast<int>(names_.size()) ? names_[rank_] : std::string("this member");
+}
+
 void GroupState::HeardFrom(int peer, Clock::time_point now) {
   if (peer >= 0 && peer < static_cast<int>(last_seen_.size())) last_seen_[peer] = now;
 }
@@ -32,7 +36,7 @@ GroupDecision GroupState::Tick(Clock::time_point now) {
   for (size_t p = 0; p < last_seen_.size(); ++p) {
     if (gone_[p] || now - last_seen_[p] <= hb_timeout_) continue;
     gone_[p] = true;
-    return AbortWith(UnreachableError(names_[p], HowNoHeartbeat(hb_timeout_s_)), true, true);
+    return AbortWith(UnreachableError(names_[p], Self(), HowNoHeartbeat(hb_timeout_s_)), true, true);
   }
   return {};
 }
@@ -42,7 +46,7 @@ GroupDecision GroupState::ConnectionLost(int peer, const std::string& how) {
   const bool said_goodbye = gone_[peer];
   gone_[peer] = true;
   if (said_goodbye) return {};  // its close after a goodbye is the orderly end
-  return AbortWith(UnreachableError(names_[peer], how), true, true);
+  return AbortWith(UnreachableError(names_[peer], Self(), how), true, true);
 }
 
 GroupDecision GroupState::Goodbye(int peer) {

@@ -67,6 +67,7 @@ class GroupState {
 
  private:
   GroupDecision AbortWith(const Status& cause, bool tell_peers, bool report);
+  std::string Self() const;  // our task's name, for "unreachable from"
 
   int rank_;
   std::vector<std::string> names_;

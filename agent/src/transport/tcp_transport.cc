@@ -58,7 +58,7 @@ int TcpTransport::Irecv(int peer, uint32_t tag, void* data, size_t bytes) {
 Status TcpTransport::PeerError(int peer, int err) {
   Status aborted = hooks_.abort_status();
   if (!aborted.ok()) return aborted;  // the first cause wins
-  return UnreachableError(hooks_.peer_name(peer), HowFromErrno(err));
+  return UnreachableError(hooks_.peer_name(peer), hooks_.peer_name(rank_), HowFromErrno(err));
 }
 
 // What is left of a request on the wire, header first: one sendmsg/recvmsg
