@@ -9,6 +9,7 @@
 
 #include "bootstrap/mesh.h"
 #include "local_bootstrap.h"
+#include "transport/fd_budget.h"
 #include "transport/net.h"
 
 namespace ringmaster {
@@ -138,6 +139,39 @@ TEST(LocalBootstrap, TheDataMeshFormsOverItWithoutGrpc) {
     for (auto& v : m->conns)
       for (int& fd : v) internal::CloseFd(fd);
   EXPECT_EQ(refusals.count(), 0u);
+}
+
+// The descriptors a member needs: one socket per peer and channel, the
+// listening one, and a margin; the verdict against the process's limit.
+TEST(FdBudget, AGroupThatFitsNeedsNothingOneThatFitsUnderTheHardLimitRaisesTheSoftOne) {
+  using internal::FdBudget;
+  using internal::JudgeFdBudget;
+  using internal::kFdMargin;
+  using internal::MeshDescriptors;
+  EXPECT_EQ(MeshDescriptors(128, 4), 127 * 4 + 1 + kFdMargin);
+  EXPECT_EQ(MeshDescriptors(1, 4), 1 + kFdMargin);
+  const int64_t need = MeshDescriptors(256, 4);  // 1085: more than a default `ulimit -n`
+  auto fits = JudgeFdBudget(need, FdBudget{20, 4096, 4096}, 256, 4);
+  EXPECT_TRUE(fits.error.ok());
+  EXPECT_FALSE(fits.raise_to.has_value());
+  auto raise = JudgeFdBudget(need, FdBudget{20, 1024, 524288}, 256, 4);
+  EXPECT_TRUE(raise.error.ok());
+  EXPECT_EQ(raise.raise_to, 20 + need);
+  EXPECT_FALSE(JudgeFdBudget(need, FdBudget{20, -1, -1}, 256, 4).raise_to.has_value()) << "unlimited";
+  EXPECT_EQ(JudgeFdBudget(need, FdBudget{20, 1024, -1}, 256, 4).raise_to, 20 + need);
+}
+
+TEST(FdBudget, AGroupThatCannotFitFailsNamingTheLimitTheNeedAndWhatToDo) {
+  const int64_t need = internal::MeshDescriptors(256, 4);
+  auto v = internal::JudgeFdBudget(need, internal::FdBudget{20, 1024, 1024}, 256, 4);
+  EXPECT_EQ(v.error.code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(v.raise_to.has_value());
+  const std::string m(v.error.message());
+  for (const std::string& part :
+       {std::string("256 members"), std::string("4 connections per pair"),
+        "needs about " + std::to_string(need), std::string("may open 1024"), std::string("RLIMIT_NOFILE"),
+        std::string("hard limit is 1024"), "at least " + std::to_string(20 + need), std::string("ulimit -n")})
+    EXPECT_NE(m.find(part), std::string::npos) << part << " not in: " << m;
 }
 
 }  // namespace

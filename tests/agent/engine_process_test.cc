@@ -308,6 +308,44 @@ TEST(WorkerProcess, SigtermReportsAndDiesOfIt) {
   }
 }
 
+// A group larger than the members' descriptor limit: formation fails at
+// once naming RLIMIT_NOFILE and what to do (it used to retry socket() in
+// silence until the formation deadline); with room under the hard limit,
+// the soft one is raised and the group forms.
+TEST(WorkerProcess, TooFewFileDescriptorsFailFormationAtOnceNamingTheLimit) {
+  const int n = 4;  // 3 peers x (8 streams + 2) channels + the margin: about 95 descriptors
+  for (const std::string limits : {"--nofile=48:48", "--nofile=48:4096"}) {
+    const bool fits = limits == "--nofile=48:4096";
+    std::string agent_ports;
+    auto addrs = LocalAddresses(n, &agent_ports);
+    std::vector<Proc> ps;
+    const auto start = Clock::now();
+    for (int r = 0; r < n; ++r) {
+      const std::string log = ::testing::TempDir() + "/rm_nofile_" + std::to_string(::getpid()) + "_" +
+                              std::to_string(fits) + "_" + std::to_string(r) + ".log";
+      ps.push_back(Spawn({"--model", "tiny", "--steps", "2"},
+                         {{"TF_CONFIG", TfConfig(addrs, r)},
+                          {"RINGMASTER_PORT", agent_ports},
+                          {"RINGMASTER_STREAMS", "8"},
+                          {"RINGMASTER_FORMATION_TIMEOUT_SECONDS", "120"}},
+                         log, {"prlimit", limits, "--"}));
+    }
+    WaitAll(ps, 100, start);  // liveness bound only: the failure comes at once
+    for (auto& p : ps) {
+      const std::string out = Slurp(p.log);
+      if (fits) {
+        EXPECT_EQ(p.status, 0) << out;
+        EXPECT_NE(out.find("2 steps verified"), std::string::npos) << out;
+      } else {
+        EXPECT_NE(p.status, 0) << out;
+        EXPECT_NE(out.find("too few file descriptors"), std::string::npos) << out;
+        EXPECT_NE(out.find("RLIMIT_NOFILE"), std::string::npos) << out;
+        EXPECT_NE(out.find("ulimit -n"), std::string::npos) << out;
+      }
+    }
+  }
+}
+
 TEST(WorkerProcess, MalformedTfConfigExitsTwo) {
   Proc p =
       Spawn({"--steps", "1"}, {{"TF_CONFIG", "{\"cluster\": [1,"}}, ::testing::TempDir() + "/rm_bad.log");

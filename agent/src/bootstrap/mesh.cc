@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
 #include "group/failure_messages.h"
+#include "transport/fd_budget.h"
 #include "transport/handshake.h"
 #include "transport/net.h"
 
@@ -22,6 +24,8 @@ StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& 
                         Deadline deadline) {
   const std::string& peer = c.names[p];
   auto fd = ConnectWithRetry(c.hosts[p], table.members[p].data_port, deadline);
+  if (!fd.ok() && fd.status().code() == StatusCode::kFailedPrecondition)  // ours, not the peer's
+    return FailedPreconditionError("group formation: " + fd.status().message());
   if (!fd.ok())
     return UnavailableError("group formation: cannot reach " + peer + ": " + fd.status().message());
   int sock = *fd;
@@ -130,6 +134,13 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
         sockaddr_storage addr{};
         socklen_t len = sizeof addr;
         int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+          // The pending connection stays in the backlog: polling again would spin.
+          for (size_t i = pending.size(); i-- > 0;) drop(i, "");
+          return FailedPreconditionError("group formation: out of file descriptors accepting " +
+                                         std::string(errno == ENFILE ? "(the system's table is full)" : "") +
+                                         "connections: " + DescribeFdLimit());
+        }
         if (fd < 0) break;
         pending.push_back(
             {fd, AddressText(addr), DeadlineAfter(kHandshakeSeconds), HandshakeAcceptor(view, FreshNonce())});
@@ -151,6 +162,9 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
     mesh.members = {0};
     return mesh;
   }
+  // Before anything is opened: a group too large for the process's
+  // descriptor limit fails now, saying so, not at the formation deadline.
+  if (Status st = EnsureMeshDescriptors(size, c.channels); !st.ok()) return st;
   const Deadline deadline = DeadlineAfter(c.timeout_s);
   int data_port = 0;
   auto lfd = Listen(0, &data_port);

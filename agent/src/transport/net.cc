@@ -14,6 +14,8 @@
 #include <cstring>
 #include <thread>
 
+#include "transport/fd_budget.h"
+
 namespace ringmaster::internal {
 
 Status SplitHostPort(const std::string& address, std::string* host, int* port) {
@@ -85,6 +87,12 @@ StatusOr<int> ConnectWithRetry(const std::string& host, int port, Deadline deadl
     } else {
       for (addrinfo* ai = res; ai; ai = ai->ai_next) {
         int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
+          // Not a network failure: retrying until the deadline would only hide it.
+          ::freeaddrinfo(res);
+          return FailedPreconditionError("cannot connect to " + host + ":" + std::to_string(port) +
+                                         ": out of file descriptors: " + DescribeFdLimit());
+        }
         if (fd < 0) continue;
         int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
         if (rc != 0 && errno == EINPROGRESS) {
