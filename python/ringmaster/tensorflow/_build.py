@@ -156,6 +156,21 @@ def library_path() -> Path:
     return target
 
 
+def _framework_to_global_scope(tf: Any) -> None:
+    """The prebuilt ops do not name libtensorflow_framework.so.2 (so the
+    wheel needs nothing from outside itself): their TensorFlow symbols come
+    from the copy TensorFlow has loaded, made visible to later libraries
+    here (TensorFlow 2.16 loads it into a local scope only). RTLD_NOLOAD:
+    never a second copy; if it is not loaded, the load below says so."""
+    import ctypes
+
+    lib = os.path.join(tf.sysconfig.get_lib(), "libtensorflow_framework.so.2")
+    try:
+        ctypes.CDLL(lib, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+    except OSError:
+        pass
+
+
 def load() -> Any:
     """Loads the op library (after ``import ringmaster``: libringmaster must
     already be loaded with RTLD_DEEPBIND so the op binds to that copy):
@@ -169,6 +184,7 @@ def load() -> Any:
     prebuilt = prebuilt_path(tf.__version__) if _prebuilt_enabled() else None
     refused = ""
     if prebuilt is not None:
+        _framework_to_global_scope(tf)
         try:
             _module, _loaded = tf.load_op_library(str(prebuilt)), prebuilt
             return _module
