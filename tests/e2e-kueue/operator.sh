@@ -83,6 +83,17 @@ finish() {  # JOB: worker 0 succeeds; the job ends Succeeded
   pod_exit "$1-worker-0" 0
   wait_state 60 "$1" Succeeded
 }
+# refused JOB: Kueue has looked at the job's Workload and refused it quota
+# (QuotaReserved False, "insufficient"), and counts it pending in the
+# ClusterQueue: positive evidence that it decided, not a wait for it to.
+refused() {
+  local wl
+  wl=$(group_of "$1")
+  [ -n "$wl" ] || return 1
+  [ "$(jp workload "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].status}')" = False ] || return 1
+  jp workload "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].message}' | grep -q insufficient || return 1
+  [ "$(k get clusterqueue ringmaster-cq -o 'jsonpath={.status.pendingWorkloads}')" -ge 1 ] 2>/dev/null
+}
 events_of() {  # JOB REASON: how many such events the job has
   k -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" -o name 2>/dev/null | grep -c . || true
 }
@@ -100,7 +111,7 @@ pass "first (2 x 2 cpu) admitted as one group ($wl), Running"
 qjob second 2 2 0
 wait_state 60 second Queued
 wait_for 30 "second's 2 pods, gated" held second 2
-sleep 3   # a moment for a wrong admission or binding to show
+wait_for 60 "Kueue to refuse second quota" refused second
 expect_held second 2 "with first running"
 expect_eq "second's Queued reason" "$(condition_reason second Queued)" WaitingForAdmission
 grep -qw Queued <<<"$(k -n "$NS" get djob second --no-headers)" || fail "kubectl get djob does not show second as Queued: $(k -n "$NS" get djob second)"
@@ -111,7 +122,7 @@ pass "second (2 x 2 cpu, no quota left): Queued, both pods gated and unscheduled
 qjob big 3 2 0 "" 12
 wait_state 60 big Queued
 wait_for 30 "big's 3 pods, gated" held big 3
-sleep 3
+wait_for 60 "Kueue to refuse big quota" refused big
 expect_held big 3 "6 cpu asked of a 4 cpu quota"
 expect_eq "big's restarts" "$(restarts big)" 0
 big_wl=$(group_of big)
@@ -185,7 +196,7 @@ qjob late 2 1 2
 wait_for 60 "a FailedCreatePod event on late" bash -c "[ \"\$(kubectl -n $NS get events --field-selector involvedObject.name=late,reason=FailedCreatePod -o name | grep -c .)\" -ge 1 ]"
 msg=$(k -n "$NS" get events --field-selector involvedObject.name=late,reason=FailedCreatePod -o 'jsonpath={.items[0].message}')
 grep -qi "webhook" <<<"$msg" || fail "the FailedCreatePod event does not name the webhook: $msg"
-sleep 3   # retried meanwhile, with backoff
+wait_for 60 "the operator to try again (a second FailedCreatePod)" bash -c "[ \"\$(kubectl -n $NS get events --field-selector involvedObject.name=late,reason=FailedCreatePod -o name | grep -c .)\" -ge 2 ]"
 state=$(djob_state late)
 [ "$state" != Failed ] || fail "late failed while Kueue was down"
 expect_eq "late's pods while Kueue is down" "$(pod_count late)" 0

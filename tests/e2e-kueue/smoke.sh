@@ -52,7 +52,9 @@ group_pod a-0 group-a 2 1 || fail "creating pod a-0"
 expect_eq "scheduling gates of a-0" "$(jp pod a-0 '{.spec.schedulingGates[*].name}')" "$GATES"
 expect_eq "managed label of a-0" "$(jp pod a-0 '{.metadata.labels.kueue\.x-k8s\.io/managed}')" true
 expect_eq "finalizers of a-0" "$(jp pod a-0 '{.metadata.finalizers[*]}')" kueue.x-k8s.io/managed
-sleep 3   # time enough for Kueue to (wrongly) make a Workload of half a group
+# Kueue says so when it sees a group with fewer pods than its total
+# (ErrWorkloadCompose on the pod): it has looked, and made no Workload.
+wait_for 60 "Kueue to see a-0 alone (ErrWorkloadCompose)" bash -c "[ \"\$(kubectl -n $NS get events --field-selector involvedObject.name=a-0,reason=ErrWorkloadCompose -o name | grep -c .)\" -ge 1 ]"
 k -n "$NS" get workload group-a >/dev/null 2>&1 && fail "a Workload exists with 1 of the group's 2 pods"
 expect_eq "a-0 alone: gates" "$(jp pod a-0 '{.spec.schedulingGates[*].name}')" "$GATES"
 expect_eq "a-0 alone: node" "$(jp pod a-0 '{.spec.nodeName}')" ""
@@ -80,7 +82,9 @@ group_pod b-1 group-b 2 3 || fail "creating pod b-1"
 wait_jsonpath 60 workload/group-b '{.status.conditions[?(@.type=="QuotaReserved")].status}' False -n "$NS"
 msg=$(jp workload group-b '{.status.conditions[?(@.type=="QuotaReserved")].message}')
 grep -q "insufficient" <<<"$msg" || fail "group-b not admitted, but not for quota: '$msg'"
-sleep 3   # time enough for a wrong admission
+# Kueue counts it pending in the ClusterQueue: it has been through a
+# scheduling cycle, not merely not yet looked at.
+wait_for 60 "ringmaster-cq to count group-b pending" bash -c "[ \"\$(kubectl get clusterqueue ringmaster-cq -o 'jsonpath={.status.pendingWorkloads}')\" -ge 1 ]"
 [ "$(wl_cond group-b Admitted)" != True ] || fail "group-b (6 cpu) was admitted by a 4-cpu ClusterQueue"
 for p in b-0 b-1; do
   expect_eq "gates of $p" "$(jp pod "$p" '{.spec.schedulingGates[*].name}')" "$GATES"
