@@ -136,10 +136,11 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
         int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
           // The pending connection stays in the backlog: polling again would spin.
+          const bool system_wide = errno == ENFILE;  // before the closes below change errno
           for (size_t i = pending.size(); i-- > 0;) drop(i, "");
-          return FailedPreconditionError("group formation: out of file descriptors accepting " +
-                                         std::string(errno == ENFILE ? "(the system's table is full)" : "") +
-                                         "connections: " + DescribeFdLimit());
+          return FailedPreconditionError(
+              std::string("group formation: out of file descriptors accepting connections") +
+              (system_wide ? " (the system's table is full)" : "") + ": " + DescribeFdLimit());
         }
         if (fd < 0) break;
         pending.push_back(
