@@ -74,7 +74,7 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
 
 CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, std::vector<Op> ops,
                                           const CommunicationOptions& o, const std::string& what, bool sync) {
-  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+  if (!ex) return Executor::Failed(NotFormed());
   const Deadline deadline = DeadlineAfter(o.EffectiveTimeout().value_or(0));
   if (!parent_) return ex->Submit(std::move(ops), deadline, what, sync);
   // A process set: its members become ranks 0..n-1 of the ops' transport.
@@ -97,7 +97,7 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
   if (Status st = CheckReducible("all-reduce", tensors); !st.ok()) return Executor::Failed(st);
   // One formation for building the ops (its link model) and running them.
   auto ex = executor();
-  if (!ex) return Executor::Failed(AbortedError("the group is not formed; call Reform()"));
+  if (!ex) return Executor::Failed(NotFormed());
   if (device) {
     auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, ex->group());
     if (!gpu_ops.ok()) return Executor::Failed(gpu_ops.status());

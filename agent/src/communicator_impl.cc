@@ -60,6 +60,7 @@ CommunicatorImpl::CommunicatorImpl(CommunicatorImpl* parent, int id, int wire_ke
       parent_(parent),
       set_id_(id),
       wire_key_(wire_key),
+      formation_(parent->formation_.load()),
       members_(std::move(members)) {
   for (int r : members_) {
     names_.push_back(parent->names_[r]);
@@ -119,9 +120,11 @@ StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int 
                                    ": the members disagree on it: " + names_[rank_] + " adds " +
                                    std::to_string(sorted.size()) + " ranks, " + differ + " add another");
   }
-  // The set's key on the wire: how many sets the whole group has added, the
-  // same on every member (the calls are collective and agreed), so an id
-  // that Horovod reuses never meets an old set's sequence numbers.
+  // The set's key on the wire: how many sets the whole group has added in
+  // this formation, the same on every member (the calls are collective and
+  // agreed, and every member counts from 0 at each formation: a survivor of
+  // a re-formation as a new incarnation does), so an id that Horovod reuses
+  // never meets an old set's sequence numbers.
   const int key = ++sets_added_;
   if (!std::binary_search(sorted.begin(), sorted.end(), rank_)) return std::unique_ptr<CommunicatorImpl>();
   return std::make_unique<CommunicatorImpl>(this, id, key, std::move(sorted));
@@ -208,6 +211,11 @@ Status CommunicatorImpl::Form() {
   auto mesh = FormMesh(mc, service_.get());
   if (!mesh.ok()) return mesh.status();
   incarnation_ = mesh->incarnation;
+  // A new formation: sets of the last one are void (executor()), and the
+  // sets added from now on are numbered from 1 on every member, survivors
+  // and new incarnations alike.
+  ++formation_;
+  sets_added_ = 0;
   // The group formed (all of TF_CONFIG unless an elastic size left some out).
   const int before = size_;
   names_.clear();
@@ -288,10 +296,19 @@ Status CommunicatorImpl::Form() {
 std::shared_ptr<Executor> CommunicatorImpl::executor() const {
   if (parent_) {
     std::lock_guard<std::mutex> lock(parent_->mu_);
+    if (parent_->formation_ != formation_) return nullptr;
     return parent_->set_executor_;
   }
   std::lock_guard<std::mutex> lock(mu_);
   return executor_;
+}
+
+Status CommunicatorImpl::NotFormed() const {
+  if (parent_ && parent_->formation_ != formation_) {
+    return FailedPreconditionError("process set " + std::to_string(set_id_) +
+                                   ": the group re-formed since the set was added; add it again");
+  }
+  return AbortedError("the group is not formed; call Reform()");
 }
 
 void CommunicatorImpl::Stop(bool destroyed) {

@@ -86,7 +86,11 @@ class CommunicatorImpl {
   // The agent's control port of `rank` (CommunicatorSettings::control_ports;
   // 0: the kernel picks).
   StatusOr<int> ControlPort(int rank) const;
-  std::shared_ptr<Executor> executor() const;  // a process set's: the parent's set executor
+  // A process set's: the parent's set executor (null if the set is of an
+  // earlier formation).
+  std::shared_ptr<Executor> executor() const;
+  // Why executor() is null: no formation, or a set of an earlier one.
+  Status NotFormed() const;
   CommunicatorImpl& root() { return parent_ ? *parent_ : *this; }
   // Validates and merges; `device` (only callers that take GPU memory pass
   // it) is set for a call of GPU tensors.
@@ -123,9 +127,16 @@ class CommunicatorImpl {
   std::shared_ptr<Timeline> timeline_;
   CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group
   int set_id_ = 0;
-  int wire_key_ = 0;                // a process set's key on the wire (AddProcessSet)
-  std::atomic<int> sets_added_{0};  // the group's: process sets added so far
-  std::vector<int> members_;        // a process set's formation ranks
+  int wire_key_ = 0;  // a process set's key on the wire (AddProcessSet)
+  // The group's: process sets added since the current formation. Form()
+  // starts it again at 0, so a survivor of a re-formation and a new
+  // incarnation (a fresh process) number the sets they add alike.
+  std::atomic<int> sets_added_{0};
+  // The group's: formations so far; a process set's: its group's when it was
+  // added. A set from an earlier formation is refused (its ranks and wire key
+  // were that formation's): add it again.
+  std::atomic<int> formation_{0};
+  std::vector<int> members_;  // a process set's formation ranks
   std::atomic<uint64_t> incarnation_{0};
   std::atomic<bool> nccl_warned_{false};
   std::atomic<bool> host_choice_logged_{false};

@@ -208,6 +208,78 @@ TEST(ProcessSet, ASetOfOneNeedsNobodyAndATimeoutNamesTheSet) {
   EXPECT_NE(s.ToString().find("process set 5"), std::string::npos) << s.ToString();
 }
 
+// Recovery in place: a member dies and its new incarnation (a fresh process,
+// which has added no set yet) joins the survivors' re-formation; every
+// member then adds the sets again. The survivors had added two sets before,
+// the newcomer none: the sets' wire keys must still agree, so their
+// collectives give the sets' sums. A survivor's set of the last formation is
+// refused, naming why, rather than run with that formation's ranks.
+TEST(ProcessSet, AfterAReformSurvivorsAndANewIncarnationAddTheirSetsAlike) {
+  const int n = 3;
+  auto settings = LocalSettings(n);
+  Group g = FormGroup(settings);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
+  std::vector<Status> st;
+  std::vector<std::string> failures(n);
+  // A collective that cannot finish (keys that disagree) fails, never hangs.
+  CommunicationOptions bounded;
+  bounded.timeout_seconds = 20;
+  auto sum_on = [&](Sets& sets, int expect) {
+    OnAll(n, [&](int r) {
+      if (!sets[r]) return;
+      int64_t x = r;
+      Tensor t{&x, 1, DataType::kInt64};
+      Status s = sets[r]->AllReduce({&t, 1}, ReduceOp::kSum, bounded);
+      if (!s.ok())
+        failures[r] = s.ToString();
+      else if (x != expect)
+        failures[r] = "sum " + std::to_string(x) + ", want " + std::to_string(expect);
+    });
+  };
+  Sets low = AddOnAll(g, 1, {0, 1}, &st);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+  Sets high = AddOnAll(g, 2, {1, 2}, &st);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+  sum_on(low, 1);
+  sum_on(high, 3);
+  for (int r = 0; r < n; ++r) ASSERT_EQ(failures[r], "") << r;
+
+  // Worker 1 (rank 2) goes away, its sets with it (they must not outlive it).
+  high[2].reset();
+  g[2].reset();
+  OnAll(n, [&](int r) {
+    Status s;
+    if (r == 2) {
+      auto c = Communicator::Create(settings[2]);
+      s = c.status();
+      if (c.ok()) g[2] = std::move(*c);
+    } else {
+      s = g[r]->Reform();
+    }
+    if (!s.ok()) failures[r] = "forming: " + s.ToString();
+  });
+  for (int r = 0; r < n; ++r) ASSERT_EQ(failures[r], "") << r;
+
+  // A set of the last formation, on a survivor: refused at once, naming it.
+  int64_t x = 1;
+  Tensor t{&x, 1, DataType::kInt64};
+  Status stale = low[0]->AllReduce({&t, 1}, ReduceOp::kSum, bounded);
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale.ToString();
+  EXPECT_NE(stale.message().find("process set 1: the group re-formed"), std::string::npos)
+      << stale.ToString();
+  low.clear();
+  high.clear();
+
+  Sets low2 = AddOnAll(g, 1, {0, 1}, &st);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+  Sets high2 = AddOnAll(g, 2, {1, 2}, &st);
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+  sum_on(high2, 3);  // the newcomer's set: its key must be the survivor's
+  sum_on(low2, 1);
+  for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << r;
+  ExpectExactSum(g);
+}
+
 // The adapter alone: ranks renumbered, messages to the right members.
 TEST(SubgroupTransport, RenumbersMembersOverTheParent) {
   internal::LocalFabric fabric(4);

@@ -214,7 +214,10 @@ class Communicator {
   // queue apart from the whole group's, on one stream; sets that share
   // members must be used in the same order by those members. The set's
   // Communicator must be destroyed before this one; Abort and health are
-  // the whole group's. Host memory only for now.
+  // the whole group's. Host memory only for now. A set belongs to the
+  // formation it was added in: after Reform() its calls fail with
+  // FailedPrecondition; destroy it, and every member (survivors and new
+  // incarnations alike) adds the sets again.
   StatusOr<std::unique_ptr<Communicator>> AddProcessSet(int id, std::span<const int> ranks);
   // 0 for the whole group, else the process set's id.
   int process_set_id() const;

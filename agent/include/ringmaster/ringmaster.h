@@ -111,7 +111,9 @@ rm_communicator* rm_default_communicator(void);
  * 0..n-1 in rank order. Collective over the whole group: every member calls
  * it with the same id (> 0) and ranks. Members get the set's communicator in
  * *out (destroy it before `comm`), the others NULL. Every rm_* call takes it
- * like a group's; Abort and health are the whole group's. Host memory only. */
+ * like a group's; Abort and health are the whole group's. Host memory only.
+ * After rm_reform the set's calls fail (FAILED_PRECONDITION): every member
+ * adds its sets again. */
 int rm_process_set_add(rm_communicator* comm, int id, const int* ranks, size_t n, rm_communicator** out);
 /* 0 for a whole group, else the process set's id (-1 for NULL). */
 int rm_process_set_id(const rm_communicator* comm);
