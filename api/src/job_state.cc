@@ -78,11 +78,23 @@ bool Succeeded(const DistributedJob& job, const std::map<ReplicaKey, const Repli
 
 // Whether the job waits for its queue: it has one, and none of its pods is
 // past the admission gate (a pod of an admitted job that is replaced waits
-// only a moment at the gate: the job stays admitted meanwhile).
-bool Queued(const DistributedJob& job, const std::vector<ReplicaObservation>& observed) {
+// only a moment at the gate: the job stays admitted meanwhile). No pod past
+// the gate is also what the job's own restart of its whole group looks like
+// (every member failed and was deleted: its pods are on their way out, then
+// their replacements wait at the gate for the group's admission, which it
+// keeps): while the job restarts or recovers what it deleted itself, only
+// the queue's own mark on a pod (evicted) says that the queue took the
+// group back.
+bool Queued(const DistributedJob& job, const JobStatus& s, const std::vector<ReplicaObservation>& observed) {
   if (job.run_policy.scheduling_policy.queue.empty()) return false;
-  return std::none_of(observed.begin(), observed.end(),
-                      [](const ReplicaObservation& o) { return !o.deleting && !o.gated; });
+  if (std::any_of(observed.begin(), observed.end(),
+                  [](const ReplicaObservation& o) { return !o.deleting && !o.gated; }))
+    return false;
+  if (std::any_of(observed.begin(), observed.end(), [](const ReplicaObservation& o) { return o.evicted; }))
+    return true;
+  const bool own_restart =
+      s.start_time && (s.Is(ConditionType::kRestarting) || s.Is(ConditionType::kRecovering));
+  return !own_restart;
 }
 
 // Replicas the job no longer wants (scaled down, or a type removed).
@@ -206,7 +218,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
   // A queued job (its queue has not admitted it: no pod of it runs outside
   // the admission gate yet) has not started: nothing to restart, no
   // deadline running. Its missing pods are created, to wait gated.
-  if (Queued(job, observed)) {
+  if (Queued(job, s, observed)) {
     if (!s.Is(ConditionType::kQueued)) {
       const std::string why = "waiting for admission by LocalQueue " + job.run_policy.scheduling_policy.queue;
       SetExclusive(s, ConditionType::kQueued, "WaitingForAdmission", why, now,

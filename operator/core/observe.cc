@@ -33,12 +33,13 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
   const json& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   // Kueue stops a preempted or evicted group's pods: it marks them, then
   // deletes them. Marked, a pod is already on its way out, and its exit is
-  // no failure of the job.
+  // no failure of the job; the mark tells the queue's deletions from the
+  // job's own (job_state's Queued).
   if (auto conds = status.find("conditions"); conds != status.end() && conds->is_array()) {
     for (const auto& c : *conds) {
       if (c.is_object() && c.value("type", "") == kKueueTerminationTargetCondition &&
           c.value("status", "") == "True")
-        o.deleting = true;
+        o.deleting = o.evicted = true;
     }
   }
   const std::string phase = status.value("phase", "Pending");

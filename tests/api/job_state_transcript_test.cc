@@ -10,8 +10,13 @@
 //   update <fields>  the job changed (suspend, scale)
 //   step t=N         one reconcile at N seconds, with the replicas observed
 //                    one per input line: "<type>-<index> <Phase> [exit=N]
-//                    [restarts=N] [deleting] [gated]"; `ringmaster run` takes no
-//                    step after the one that ends its run
+//                    [restarts=N] [deleting] [gated] [evicted] [gate=NAME]"
+//                    (gated: Kueue's admission gate; evicted: Kueue's
+//                    TerminationTarget mark, deleting too; gate=NAME: a
+//                    scheduling gate of someone else's, which the state
+//                    machine does not see, only the operator's pod);
+//                    `ringmaster run` takes no step after the one that ends
+//                    its run
 //
 // RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the files with what the code says.
 #include <gtest/gtest.h>
@@ -100,11 +105,19 @@ ReplicaKey ParseKey(const TranscriptCase& c, const std::string& name) {
           dash == std::string::npos ? 0 : std::stoi(name.substr(dash + 1))};
 }
 
-ReplicaObservation ParseObservation(const TranscriptCase& c, const std::string& line) {
+// A replica as observed, and the scheduling gate of someone else's on its
+// pod ("" when none).
+struct Observed {
+  ReplicaObservation o;
+  std::string other_gate;
+};
+
+Observed ParseObservation(const TranscriptCase& c, const std::string& line) {
   std::istringstream in(line);
   std::string name, phase;
   in >> name >> phase;
-  ReplicaObservation o;
+  Observed out;
+  ReplicaObservation& o = out.o;
   o.key = ParseKey(c, name);
   if (phase == "Pending") {
     o.phase = ReplicaPhase::kPending;
@@ -127,11 +140,15 @@ ReplicaObservation ParseObservation(const TranscriptCase& c, const std::string& 
       o.deleting = true;
     } else if (w == "gated") {
       o.gated = true;
+    } else if (w == "evicted") {
+      o.evicted = o.deleting = true;
+    } else if (w.rfind("gate=", 0) == 0) {
+      out.other_gate = w.substr(5);
     } else {
       ADD_FAILURE() << c.Where() << ": unknown word " << w;
     }
   }
-  return o;
+  return out;
 }
 
 std::string Describe(const Action& a) {
@@ -151,7 +168,8 @@ std::string Describe(const Action& a) {
 // The pod of `o` as the operator's cache would show it: what PlanJob reads
 // of a pod (its name, labels and controller reference, its phase and
 // container's exit), for a replica the job may no longer have (scaled down).
-json PodOf(const DistributedJob& job, const ReplicaObservation& o) {
+json PodOf(const DistributedJob& job, const Observed& seen) {
+  const ReplicaObservation& o = seen.o;
   json pod = {{"metadata",
                {{"name", op::PodName(job.name, o.key)},
                 {"namespace", "ns"},
@@ -168,7 +186,15 @@ json PodOf(const DistributedJob& job, const ReplicaObservation& o) {
   }
   pod["status"]["containerStatuses"] = json::array({cs});
   if (o.deleting) pod["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
-  if (o.gated) pod["spec"] = {{"schedulingGates", json::array({{{"name", kKueueAdmissionGate}}})}};
+  json gates = json::array();
+  if (!seen.other_gate.empty()) gates.push_back({{"name", seen.other_gate}});
+  if (o.gated) gates.push_back({{"name", kKueueAdmissionGate}});
+  if (!gates.empty()) pod["spec"] = {{"schedulingGates", std::move(gates)}};
+  if (o.evicted) {
+    pod["status"]["conditions"] = json::array({{{"type", kKueueTerminationTargetCondition},
+                                                {"status", "True"},
+                                                {"reason", "WorkloadEvictedDueToPreempted"}}});
+  }
   return pod;
 }
 
@@ -204,8 +230,12 @@ TEST_P(JobStateTranscript, BothShellsDecideAsTheStateMachine) {
       return "";
     }
     const int64_t now = kT0 + std::stoll(c.Arg("t", "0"));
+    std::vector<Observed> seen;
     std::vector<ReplicaObservation> observed;
-    for (const auto& line : c.input) observed.push_back(ParseObservation(c, line));
+    for (const auto& line : c.input) {
+      seen.push_back(ParseObservation(c, line));
+      observed.push_back(seen.back().o);
+    }
 
     // The state machine itself.
     const Decision d = Reconcile(*job, core_status, observed, now);
@@ -214,7 +244,7 @@ TEST_P(JobStateTranscript, BothShellsDecideAsTheStateMachine) {
 
     // The operator: pods in, a plan out; the status through its JSON.
     std::vector<json> pods;
-    for (const auto& o : observed) pods.push_back(PodOf(*job, o));
+    for (const auto& o : seen) pods.push_back(PodOf(*job, o));
     const json service = json::object();
     const op::Plan plan = op::PlanJob(job_obj, pods, &service, {}, now, {});
     Said oper;

@@ -35,6 +35,10 @@ struct ReplicaObservation {
   // Held back from scheduling by a gate (Kueue's admission gate): it waits
   // for its queue to admit the job.
   bool gated = false;
+  // Stopped by the queue: Kueue marked it for termination because the job's
+  // group was preempted or evicted (it is `deleting` too). What tells the
+  // queue's deletions from the job's own.
+  bool evicted = false;
 };
 
 // Recovering: runPolicy.recovery InPlace is replacing failed replicas alone
