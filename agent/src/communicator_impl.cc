@@ -196,6 +196,18 @@ StatusOr<int> CommunicatorImpl::ControlPort(int rank) const {
 }
 
 Status CommunicatorImpl::Form() {
+  // A member that leaves right after the mesh formed (the link probe, the
+  // first exchange, meets its closed connections) sends the others into the
+  // next round too: formed again with its new process, within one deadline.
+  const Deadline until = DeadlineAfter(settings_.formation_timeout_seconds);
+  while (true) {
+    Status st = FormOnce(until);
+    if (st.ok() || st.code() != StatusCode::kAborted || Clock::now() >= until) return st;
+    Info(config_names_[config_rank_] + ": " + st.message() + "; forming again");
+  }
+}
+
+Status CommunicatorImpl::FormOnce(Deadline until) {
   MeshConfig mc;
   mc.rank = config_rank_;
   mc.names = config_names_;
@@ -206,6 +218,7 @@ Status CommunicatorImpl::Form() {
   mc.leader_port = leader_port.ok() ? *leader_port : 0;
   mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
   mc.timeout_s = settings_.formation_timeout_seconds;
+  mc.deadline = until;
   mc.key = &key_;
   mc.refusals = &refusals_;
   auto mesh = FormMesh(mc, service_.get());
@@ -263,9 +276,9 @@ Status CommunicatorImpl::Form() {
   // stream, before any collective, within the formation's timeout.
   LinkModel link;
   const auto probe_start = Clock::now();
-  if (Status st = ProbeLinks(*transports[0], DeadlineAfter(settings_.formation_timeout_seconds), &link);
-      !st.ok()) {
-    return Status(st.code(), "measuring the links after formation: " + st.message());
+  if (Status st = ProbeLinks(*transports[0], until, &link); !st.ok()) {
+    const StatusCode code = st.code() == StatusCode::kUnavailable ? StatusCode::kAborted : st.code();
+    return Status(code, "measuring the links after formation: " + st.message());
   }
   group->SetLink(link);
   if (link.known() && DebugLogEnabled()) {

@@ -82,6 +82,7 @@ class CommunicatorImpl {
 
  private:
   Status Form();
+  Status FormOnce(Deadline until);  // one round; Aborted: a member left it
   void Stop(bool destroyed);
   // The agent's control port of `rank` (CommunicatorSettings::control_ports;
   // 0: the kernel picks).

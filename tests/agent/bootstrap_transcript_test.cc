@@ -10,6 +10,7 @@
 //   leader-joins process=P t=T           the leader's own entry
 //   tick t=T                             the clock (an elastic size's bound)
 //   joiners                              who waits for a round the leader has not joined
+//   superseded round=K                   whether round K's mesh was overtaken (a member of it joined again)
 //   table round=K                        the table of round K, while kept
 //   give-up rank=R process=P round=K     a waiting Join gives up
 //   leader-gives-up timeout=S
@@ -116,6 +117,11 @@ class Harness {
       return due ? "waits" : "no bound running (no elastic size, or the leader has not joined)";
     }
     if (c.command == "joiners") return std::to_string(s.Joiners()) + " waiting";
+    if (c.command == "superseded") {
+      const Table* t = s.Result(std::stoull(c.Arg("round", "0")));
+      if (!t) return "not complete";
+      return s.Superseded(*t) ? "superseded: a member of it waits in the next round" : "not superseded";
+    }
     if (c.command == "table") {
       const uint64_t round = std::stoull(c.Arg("round", "0"));
       const Table* t = s.Result(round);

@@ -141,6 +141,81 @@ TEST(LocalBootstrap, TheDataMeshFormsOverItWithoutGrpc) {
   EXPECT_EQ(refusals.count(), 0u);
 }
 
+// A member joined a round, got its table and died before connecting anyone
+// (its listener closed): the round lists a dead entry. The survivors must not
+// wait for it until the deadline: the member's new process joining the next
+// round (the leader sees it), or a member refused by the dead listener,
+// ends the round at once for everyone, and the group forms with the new
+// process. `dead` is the rank that died: 2 is the highest (nobody connects
+// to it; only the leader can tell), 1 sits in the middle (rank 2 is refused
+// by its listener and leaves the round first).
+class LeftRound : public ::testing::TestWithParam<int> {};
+
+TEST_P(LeftRound, ARestartedMembersDeadEntryEndsItsRoundAndTheGroupFormsWithItsNewProcess) {
+  const int dead = GetParam();
+  const double timeout_s = 60;  // without the fix: everyone waits this long, then fails
+  LocalBootstrapHub hub(kNames, kKey, timeout_s);
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  auto config = [&](int r, uint64_t process_id) {
+    internal::MeshConfig c;
+    c.rank = r;
+    c.names = kNames;
+    c.hosts = {"127.0.0.1", "127.0.0.1", "127.0.0.1"};
+    c.process_id = process_id;
+    c.channels = 2;
+    c.timeout_s = timeout_s;
+    c.key = &key;
+    c.refusals = &refusals;
+    return c;
+  };
+  std::vector<StatusOr<internal::Mesh>> meshes(3, InternalError("not run"));
+  std::vector<std::thread> threads;
+  // The first process of `dead`: joins with a real listener's port, takes the
+  // table and dies (the listener closes; it connects nobody).
+  std::thread ghost([&] {
+    int port = 0;
+    auto lfd = internal::Listen(0, &port);
+    ASSERT_TRUE(lfd.ok()) << lfd.status().ToString();
+    auto table =
+        hub.Member(dead, kKey)
+            ->Exchange(MemberEntry{dead, kNames[dead], "127.0.0.1", port, 900}, DeadlineAfter(timeout_s));
+    EXPECT_TRUE(table.ok()) << table.status().ToString();
+    if (table.ok()) EXPECT_EQ(table->incarnation, 101u);
+    int fd = *lfd;
+    internal::CloseFd(fd);
+  });
+  for (int r = 0; r < 3; ++r) {
+    if (r == dead) continue;
+    threads.emplace_back([&, r] {
+      auto bootstrap = hub.Member(r, kKey);
+      meshes[r] = internal::FormMesh(config(r, 100 + r), *bootstrap);
+    });
+  }
+  ghost.join();
+  // Its new process (restarted), once the old one is gone.
+  threads.emplace_back([&] {
+    auto bootstrap = hub.Member(dead, kKey);
+    meshes[dead] = internal::FormMesh(config(dead, 901), *bootstrap);
+  });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(meshes[r].ok()) << r << ": " << meshes[r].status().ToString();
+    EXPECT_GT(meshes[r]->incarnation, 101u) << r << " formed in the round with the dead entry";
+    EXPECT_EQ(meshes[r]->incarnation, meshes[0]->incarnation) << r;
+    for (int p = 0; p < 3; ++p) {
+      for (int ch = 0; ch < 2; ++ch) {
+        EXPECT_EQ(meshes[r]->conns[p][ch] >= 0, p != r) << r << " to " << p << " channel " << ch;
+      }
+    }
+  }
+  for (auto& m : meshes)
+    for (auto& v : m->conns)
+      for (int& fd : v) internal::CloseFd(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(DeadRank, LeftRound, ::testing::Values(1, 2));
+
 // The descriptors a member needs: one socket per peer and channel, the
 // listening one, and a margin; the verdict against the process's limit.
 TEST(FdBudget, AGroupThatFitsNeedsNothingOneThatFitsUnderTheHardLimitRaisesTheSoftOne) {

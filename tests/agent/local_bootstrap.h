@@ -77,6 +77,9 @@ class LocalBootstrapHub {
       claim.process_id = self.process_id;
       return internal::JoinThrough(link, p, key_, std::move(claim), deadline);
     }
+    bool Superseded(const internal::Table& table) override {
+      return rank_ == 0 && hub_->hub_.Superseded(table);
+    }
 
    private:
     LocalBootstrapHub* hub_;

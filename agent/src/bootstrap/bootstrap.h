@@ -24,6 +24,11 @@ class Bootstrap {
   virtual ~Bootstrap() = default;
   // Blocks until every member offered its entry, or the deadline.
   virtual StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) = 0;
+  // Whether the round that handed out `table` was overtaken while its mesh
+  // forms (FormationState::Superseded): a member of it is already waiting
+  // in the next round. Only the leader's bootstrap can tell; the others
+  // learn it from the leader closing its connections (mesh.cc).
+  virtual bool Superseded(const Table& /*table*/) { return false; }
 };
 
 // A random non-zero id: incarnations and process ids.

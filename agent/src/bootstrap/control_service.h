@@ -46,6 +46,7 @@ class AgentService final : public ringmaster::agent::v1::Agent::Service {
   StatusOr<Table> LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s);
   // The leader's: members waiting to join the next round (FormationState::Joiners).
   int Joiners() { return hub_.Joiners(); }
+  bool Superseded(const Table& table) { return hub_.Superseded(table); }  // FormationState::Superseded
   // What GetStatus reports of this member.
   void SetState(uint64_t incarnation, const Status& health);
   void Shutdown();
@@ -71,6 +72,7 @@ class LeaderBootstrap final : public Bootstrap {
   StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override {
     return service_->LeaderRendezvous(self, deadline, timeout_s_);
   }
+  bool Superseded(const Table& table) override { return service_->Superseded(table); }
 
  private:
   AgentService* service_;

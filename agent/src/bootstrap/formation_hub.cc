@@ -45,6 +45,11 @@ int FormationHub::Joiners() {
   return state_.Joiners();
 }
 
+bool FormationHub::Superseded(const Table& table) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.Superseded(table);
+}
+
 Status FormationHub::CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,
                                        std::string_view proof) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -31,7 +31,8 @@ class FormationHub {
   // with an elastic size, enough of them when the rejoin bound passes: it
   // ticks the state then).
   StatusOr<Table> LeaderJoin(const MemberEntry& self, Deadline deadline, double timeout_s);
-  int Joiners();  // FormationState::Joiners
+  int Joiners();                        // FormationState::Joiners
+  bool Superseded(const Table& table);  // FormationState::Superseded
   Status CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,
                            std::string_view proof);
   void Shutdown();

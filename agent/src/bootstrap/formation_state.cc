@@ -89,6 +89,14 @@ void FormationState::Complete() {
   ++round_;
 }
 
+bool FormationState::Superseded(const Table& table) const {
+  if (pending_.count(0)) return false;  // the leader is in the next round itself
+  for (const auto& m : table.members) {
+    if (m.rank != 0 && pending_.count(m.rank)) return true;
+  }
+  return false;
+}
+
 const Table* FormationState::Result(uint64_t round) const {
   auto it = results_.find(round);
   return it == results_.end() ? nullptr : &it->second;

@@ -82,6 +82,12 @@ class FormationState {
   // Members waiting in a round the leader has not joined yet: left out of
   // the current group (or restarted), they wait for its next re-formation.
   int Joiners() const { return pending_.count(0) ? 0 : static_cast<int>(pending_.size()); }
+  // Whether the group of `table` (a completed round's) can no longer form
+  // its mesh: one of its members joined the next round already. It either
+  // restarted (a new process: the one in the table is gone) or gave up on
+  // that mesh itself. The leader, still connecting it, starts over with
+  // everyone rather than waiting for a dead entry until the deadline.
+  bool Superseded(const Table& table) const;
 
   // Whether `round` completed; its table while it is kept (else null).
   bool Completed(uint64_t round) const { return round_ > round; }

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
+#include "agent_log.h"
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
 #include "group/failure_messages.h"
@@ -18,12 +20,50 @@ namespace ringmaster::internal {
 
 namespace {
 
+// A round whose mesh cannot form: a member of it left (its process ended, or
+// it gave up on this mesh and closed its connections). Not final: FormMesh
+// takes the next round, with whoever joins it, within the same deadline.
+Status LeftRound(const std::string& why) {
+  return AbortedError("group formation: " + why);
+}
+
+// The peer (its place in the round's group) one of whose connections of this
+// round has been closed, if any: it left the round. Before the mesh forms on
+// our side a peer may already send (it formed on its own), so only the hang-up
+// counts, never readable data.
+std::optional<int> PeerThatLeft(const std::vector<std::vector<int>>& conns) {
+  std::vector<pollfd> pfds;
+  std::vector<int> who;
+  for (int p = 0; p < static_cast<int>(conns.size()); ++p) {
+    for (int fd : conns[p]) {
+      if (fd < 0) continue;
+      pfds.push_back({fd, POLLRDHUP, 0});
+      who.push_back(p);
+    }
+  }
+  if (pfds.empty() || ::poll(pfds.data(), pfds.size(), 0) <= 0) return std::nullopt;
+  for (size_t i = 0; i < pfds.size(); ++i) {
+    if (pfds[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) return who[i];
+  }
+  return std::nullopt;
+}
+
 // Our side of one connection to a lower rank: Hello, check its Challenge,
-// Proof, Ack (handshake.h).
+// Proof, Ack (handshake.h). Its listener was open before the table was handed
+// out, so a refused connection means it is gone from this round; so does a
+// hang-up on a connection we already hold (the leader closes all of its own
+// when the round is overtaken).
 StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& table, int p, int ch,
-                        Deadline deadline) {
+                        Deadline deadline, const std::vector<std::vector<int>>& held) {
   const std::string& peer = c.names[p];
-  auto fd = ConnectWithRetry(c.hosts[p], table.members[p].data_port, deadline);
+  auto gone = [&](int err) -> Status {
+    if (err == ECONNREFUSED) return LeftRound(peer + " is not listening: it left this round");
+    if (auto q = PeerThatLeft(held))
+      return LeftRound(c.names[*q] + " closed its connection: it left this round");
+    return OkStatus();
+  };
+  auto fd = ConnectWithRetry(c.hosts[p], table.members[p].data_port, deadline, gone);
+  if (!fd.ok() && fd.status().code() == StatusCode::kAborted) return fd.status();
   if (!fd.ok() && fd.status().code() == StatusCode::kFailedPrecondition)  // ours, not the peer's
     return FailedPreconditionError("group formation: " + fd.status().message());
   if (!fd.ok())
@@ -48,7 +88,14 @@ StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& 
     }
     if (st.code() == StatusCode::kUnauthenticated)
       return UnauthenticatedError("group formation: " + st.message());
-    return UnavailableError("group formation: " + peer + " rejected our data connection: " + st.message());
+    // A refusal is an Ack that says so; a connection closed before it is the
+    // peer leaving this round (a member that gives one up drops its
+    // handshakes too).
+    if (st.code() == StatusCode::kUnavailable)
+      return LeftRound(peer + " closed our data connection during the handshake (" + st.message() +
+                       "): it left this round");
+    return Status(st.code(),
+                  "group formation: " + peer + " did not complete our data connection: " + st.message());
   }
   return sock;
 }
@@ -61,16 +108,22 @@ struct PendingHandshake {
   HandshakeAcceptor hs;
 };
 
+// How often a member waiting for connections looks whether its round was
+// left (a hang-up on a connection it holds; at the leader, a member of the
+// round joining the next one).
+constexpr int kLeftCheckMs = 100;
+
 // The mesh: the higher rank connects, once per channel, and authenticates;
 // the lower one accepts, handling every pending handshake at once (a slow or
-// hostile connection holds up nobody else).
+// hostile connection holds up nobody else). Aborted (LeftRound): a member
+// left the round.
 Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadline deadline,
-                   MeshLedger& ledger) {
+                   MeshLedger& ledger, Bootstrap& bootstrap) {
   const int rank = c.rank, size = static_cast<int>(c.names.size()), channels = c.channels;
   const MeshView view{c.key, table.incarnation, rank, size, channels};
   for (int p = 0; p < rank; ++p) {
     for (int ch = 0; ch < channels; ++ch) {
-      auto fd = ConnectTo(c, view, table, p, ch, deadline);
+      auto fd = ConnectTo(c, view, table, p, ch, deadline, ledger.conns());
       if (!fd.ok()) return fd.status();
       ledger.Connected(p, ch, *fd);
     }
@@ -91,8 +144,18 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
       for (size_t i = pending.size(); i-- > 0;) drop(i, "");
       return ledger.TimedOut(c.names, c.timeout_s);
     }
+    Status left;
+    if (auto q = PeerThatLeft(ledger.conns())) {
+      left = LeftRound(c.names[*q] + " closed its connection: it left this round");
+    } else if (bootstrap.Superseded(table)) {
+      left = LeftRound("a member of this round joined the next one (it restarted, or gave up on this round)");
+    }
+    if (!left.ok()) {
+      for (size_t i = pending.size(); i-- > 0;) drop(i, "");
+      return left;
+    }
     std::vector<pollfd> pfds;
-    Deadline wake = deadline;
+    Deadline wake = std::min(deadline, now + std::chrono::milliseconds(kLeftCheckMs));
     for (const auto& h : pending) {
       pfds.push_back({h.fd, POLLIN, 0});
       wake = std::min(wake, h.until);
@@ -152,12 +215,15 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
   return OkStatus();
 }
 
+// One round of FormMesh; Aborted (LeftRound): a member left that round.
+StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline deadline);
+
 }  // namespace
 
 StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   const int size = static_cast<int>(c.names.size());
-  Mesh mesh;
   if (size == 1) {
+    Mesh mesh;
     mesh.conns = std::move(MeshLedger(c.rank, size, c.channels).conns());
     mesh.incarnation = RandomId();
     mesh.members = {0};
@@ -166,7 +232,27 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   // Before anything is opened: a group too large for the process's
   // descriptor limit fails now, saying so, not at the formation deadline.
   if (Status st = EnsureMeshDescriptors(size, c.channels); !st.ok()) return st;
-  const Deadline deadline = DeadlineAfter(c.timeout_s);
+  const Deadline deadline = c.deadline ? *c.deadline : DeadlineAfter(c.timeout_s);
+  // A round that a member left is given up by everyone in it (each closes
+  // its connections, which tells the others), and all take the next one:
+  // with a restarted member's new process, or without it until the deadline
+  // names it.
+  while (true) {
+    auto mesh = FormRound(c, bootstrap, deadline);
+    if (mesh.ok() || mesh.status().code() != StatusCode::kAborted) return mesh;
+    if (Clock::now() >= deadline) {
+      return DeadlineExceededError("group formation timed out after " + FormatSeconds(c.timeout_s) +
+                                   "; its last round: " + mesh.status().message());
+    }
+    Info(c.names[c.rank] + ": " + mesh.status().message() + "; forming again");
+  }
+}
+
+namespace {
+
+StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline deadline) {
+  const int size = static_cast<int>(c.names.size());
+  Mesh mesh;
   int data_port = 0;
   auto lfd = Listen(0, &data_port);
   if (!lfd.ok()) return lfd.status();
@@ -189,7 +275,7 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
     g.hosts.push_back(c.hosts[m.rank]);
   }
   MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels);
-  Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger);
+  Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger, bootstrap);
   CloseFd(listen_fd);
   auto& conns = ledger.conns();
   if (!st.ok()) {
@@ -205,5 +291,7 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   mesh.conns = std::move(conns);
   return mesh;
 }
+
+}  // namespace
 
 }  // namespace ringmaster::internal

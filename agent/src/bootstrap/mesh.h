@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,10 @@ struct MeshConfig {
   int leader_port = 0;  // the leader's control port
   int channels = 1;     // connections per pair: 0 control, 1.. data
   double timeout_s = 300;
-  int min_size = 0;                // elastic size (formation_state.h); 0: every member
-  const JobKey* key = nullptr;     // never null; empty: no key
-  RefusalLog* refusals = nullptr;  // never null
+  std::optional<Deadline> deadline;  // else timeout_s from the call (a caller that retries keeps one)
+  int min_size = 0;                  // elastic size (formation_state.h); 0: every member
+  const JobKey* key = nullptr;       // never null; empty: no key
+  RefusalLog* refusals = nullptr;    // never null
 };
 // The group formed: `members` (ranks in MeshConfig, ascending: all of them
 // unless an elastic size left some out) numbered 0.. in that order.
@@ -36,7 +38,10 @@ struct Mesh {
   std::vector<std::vector<int>> conns;  // [peer in the group][channel]; -1 for ourselves
 };
 // Gets the table through `bootstrap` and connects the mesh, all within the
-// formation timeout. Every connection is authenticated (handshake.h);
+// formation timeout. A round that a member leaves meanwhile (it died, or
+// restarted and joined the next round) is left by everyone in it, and the
+// next round is formed, so a dead entry never holds the group until the
+// deadline. Every connection is authenticated (handshake.h);
 // strangers' connections are handled concurrently, at most
 // kMaxPendingHandshakes at a time, each dropped after kHandshakeSeconds, so
 // a flood cannot hold formation up past its timeout.

@@ -73,10 +73,12 @@ StatusOr<int> Listen(int port, int* bound_port, int backlog) {
   return fd;
 }
 
-StatusOr<int> ConnectWithRetry(const std::string& host, int port, Deadline deadline) {
+StatusOr<int> ConnectWithRetry(const std::string& host, int port, Deadline deadline,
+                               const RetryCheck& again) {
   std::string last = "no attempt";
   int delay_ms = 10;
   while (true) {
+    int last_errno = 0;
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -108,10 +110,14 @@ StatusOr<int> ConnectWithRetry(const std::string& host, int port, Deadline deadl
           ::freeaddrinfo(res);
           return fd;
         }
+        last_errno = errno;
         last = std::strerror(errno);
         ::close(fd);
       }
       ::freeaddrinfo(res);
+    }
+    if (again) {
+      if (Status st = again(last_errno); !st.ok()) return st;
     }
     if (Clock::now() + std::chrono::milliseconds(delay_ms) >= deadline) {
       return UnavailableError("cannot connect to " + host + ":" + std::to_string(port) + ": " + last);
