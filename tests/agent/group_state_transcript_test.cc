@@ -5,6 +5,7 @@
 //   new rank=R members=N heartbeat=S     a formation at t=0 (names: chief, workers)
 //   heard peer=P t=T                     any bytes from P
 //   tick t=T
+//   paused s=S                           this member itself did not run for S seconds
 //   lost peer=P how=closed|reset         (or the words as an input line)
 //   goodbye peer=P
 //   abort-frame peer=P code=C            the peer's words as an input line
@@ -72,6 +73,11 @@ class Harness {
       return "ok";
     }
     if (c.command == "tick") return DecisionText(g.Tick(TranscriptTime(c)), g);
+    if (c.command == "paused") {
+      g.Paused(
+          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::stod(c.Arg("s")))));
+      return "ok";
+    }
     if (c.command == "lost") {
       const std::string how = c.Arg("how");
       return DecisionText(g.ConnectionLost(peer, how == "closed"  ? kHowClosed

@@ -252,8 +252,16 @@ void Group::MonitorLoop() {
   std::vector<bool> closed(static_cast<size_t>(n), false);
   for (int p = 0; p < n; ++p) closed[p] = fds[p] < 0;
   Clock::time_point next_hb = config_.clock->Now();
+  Clock::time_point last_turn = next_hb;
   while (!stop_.load()) {
     auto now = config_.clock->Now();
+    // A turn far later than the period: this process did not run (starved
+    // or stopped), and the peers' heartbeats are still unread.
+    if (now - last_turn > 2 * hb_period) {
+      std::lock_guard<std::mutex> lock(mu_);
+      state_.Paused(now - last_turn - hb_period);
+    }
+    last_turn = now;
     if (now >= next_hb) {
       std::lock_guard<std::mutex> lock(mu_);
       SendLocked(kHeartbeat, 0, nullptr, 0);

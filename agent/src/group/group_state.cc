@@ -32,6 +32,11 @@ void GroupState::HeardFrom(int peer, Clock::time_point now) {
   if (peer >= 0 && peer < static_cast<int>(last_seen_.size())) last_seen_[peer] = now;
 }
 
+void GroupState::Paused(Clock::duration paused) {
+  if (paused <= Clock::duration::zero()) return;
+  for (auto& seen : last_seen_) seen += paused;
+}
+
 GroupDecision GroupState::Tick(Clock::time_point now) {
   for (size_t p = 0; p < last_seen_.size(); ++p) {
     if (gone_[p] || now - last_seen_[p] <= hb_timeout_) continue;

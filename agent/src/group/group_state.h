@@ -29,6 +29,12 @@ class GroupState {
   // The control plane.
   void HeardFrom(int peer, Clock::time_point now);  // any bytes are a heartbeat
   GroupDecision Tick(Clock::time_point now);        // declares silent peers unreachable
+  // This member itself did not run for `paused` (its process starved of CPU,
+  // or stopped): it heard nobody meanwhile, though its peers' heartbeats
+  // wait unread in the sockets. That time does not count against their
+  // silence, so a member that wakes late does not declare live peers lost.
+  // (The shell tells: its own turn came that much later than its period.)
+  void Paused(Clock::duration paused);
   GroupDecision ConnectionLost(int peer, const std::string& how);
   GroupDecision Goodbye(int peer);  // an orderly exit: not a failure by itself
   GroupDecision AbortFrame(int peer, StatusCode code, const std::string& text);
