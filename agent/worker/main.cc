@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   auto comm = std::move(*comm_or);
-  const int n = comm->size();
+  int n = comm->size();  // with an elastic size it changes with each formation
   const auto& sizes = *shapes;
   size_t total_bytes = 0;
   std::vector<std::vector<char>> storage;
@@ -283,20 +283,23 @@ int main(int argc, char** argv) {
 
   // With --recover, the state a member holds apart from its gradients (as
   // a trainer holds its weights): the result of its last completed step,
-  // which a failed step's all-reduce leaves alone.
+  // which a failed step's all-reduce leaves alone, and the size of the group
+  // that computed it (an elastic group's size changes).
   std::vector<std::vector<char>> state_storage;
   std::vector<Tensor> state;
+  int64_t state_n = n;
   if (f.recover) {
     for (size_t t = 0; t < sizes.size(); ++t) {
       state_storage.emplace_back(storage[t].size());
       state.push_back(Tensor{state_storage.back().data(), sizes[t], f.dtype});
     }
+    state.push_back(Tensor{&state_n, 1, DataType::kInt64});
   }
-  // Checks every element of `bufs` against `step`'s result.
-  auto verify = [&](const std::vector<std::vector<char>>& bufs, int step, const char* what) {
+  // Checks every element of `bufs` against `step`'s result in a group of `size`.
+  auto verify = [&](const std::vector<std::vector<char>>& bufs, int step, int size, const char* what) {
     for (size_t t = 0; t < sizes.size(); ++t) {
       for (int64_t i = 0; i < sizes[t]; ++i) {
-        double want = Rounded(f.dtype, Expected(f.dtype, f.op, n, t, i, step));
+        double want = Rounded(f.dtype, Expected(f.dtype, f.op, size, t, i, step));
         double got = Load(f.dtype, bufs[t].data(), i);
         if (!(got == want)) {
           ErrLine("ringmaster-worker ", me, ": step ", step, ": WRONG RESULT ", what, " in tensor ", t,
@@ -340,7 +343,10 @@ int main(int argc, char** argv) {
         if (comm->rank() != p->root) done = -1;  // partly overwritten
         continue;
       }
-      if (!verify(state_storage, static_cast<int>(p->step), "after the recovery's broadcast")) return -1;
+      if (!verify(state_storage, static_cast<int>(p->step), static_cast<int>(state_n),
+                  "after the recovery's broadcast"))
+        return -1;
+      n = comm->size();
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - failed_at).count();
       std::cout << "ringmaster-worker " << me << ": " << (reform ? "recovered" : "joined a running group")
                 << ": resuming after step " << p->step << " from rank " << p->root << " (" << std::fixed
@@ -395,21 +401,38 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!st.ok()) {
       ErrLine("ringmaster-worker ", me, ": step ", step, ": ", st.ToString());
-      if (!f.recover) return 1;
+      // Members that disagree on a collective would disagree again.
+      if (!f.recover || st.code() == StatusCode::kInvalidArgument) return 1;
       const int next = recover(step - 1, /*reform=*/true, Clock::now());
       if (next < 0) return 1;
       ++recoveries;
       step = next - 1;  // the loop's ++ runs it
       continue;
     }
-    if (!verify(storage, step, "")) return 3;
+    if (!verify(storage, step, n, "")) return 3;
     for (size_t t = 0; t < state_storage.size(); ++t) state_storage[t] = storage[t];
+    state_n = n;
     if (!f.quiet) {
       double algbw = secs > 0 ? total_bytes / secs / 1e9 : 0;
       double busbw = algbw * (n > 1 ? 2.0 * (n - 1) / n : 0.0);
       std::cout << "ringmaster-worker " << me << ": step " << step << ": " << std::fixed
                 << std::setprecision(2) << secs * 1e3 << " ms, algbw " << algbw << " GB/s, busbw " << busbw
                 << " GB/s, verified" << std::defaultfloat << std::endl;
+    }
+    // The step is committed. An elastic group lets a member that waits back
+    // in here (a collective only with an elastic size): all re-form, and it
+    // takes the state as a new incarnation does.
+    if (f.recover && step + 1 < f.steps) {
+      auto joiners = comm->AgreeOnJoiners();
+      if (!joiners.ok() || *joiners > 0) {
+        if (!joiners.ok())
+          ErrLine("ringmaster-worker ", me, ": step ", step, ": ", joiners.status().ToString());
+        const int next = recover(step, /*reform=*/true, Clock::now());
+        if (next < 0) return 1;
+        ++recoveries;
+        step = next - 1;  // the loop's ++ runs it
+        continue;
+      }
     }
   }
   std::cout << "ringmaster-worker " << me << ": " << f.steps << " steps verified";
