@@ -361,7 +361,7 @@ void DecodeElastic(Decoder& d, const json& spec, DistributedJob& job) {
       spec.contains("runPolicy") && spec["runPolicy"].is_object() ? &spec["runPolicy"] : nullptr;
   const json* e = run ? d.Object(*run, "elastic", "spec.runPolicy", /*required=*/false) : nullptr;
   if (!e) return;
-  d.RejectUnknown(*e, path, {"minWorkers", "rejoinTimeoutSeconds"});
+  d.RejectUnknown(*e, path, {"minWorkers", "rejoinTimeoutSeconds", "replacementTimeoutSeconds"});
   ElasticPolicy out;
   const int workers = job.Replicas(ReplicaType::kWorker);
   if (auto m = d.Integer(*e, "minWorkers", path, 1, INT32_MAX)) {
@@ -380,6 +380,7 @@ void DecodeElastic(Decoder& d, const json& spec, DistributedJob& job) {
       d.Error(path + ".rejoinTimeoutSeconds", "must be > 0, got 0");
     }
   }
+  out.replacement_timeout_seconds = d.Integer(*e, "replacementTimeoutSeconds", path, 1, INT64_MAX);
   if (job.run_policy.recovery != RecoveryPolicy::kInPlace) {
     d.Error(path, "needs spec.runPolicy.recovery: InPlace (without it a failure restarts every member)");
   }

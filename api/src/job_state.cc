@@ -1,6 +1,7 @@
 #include "ringmaster/job_state.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ringmaster {
 namespace {
@@ -111,6 +112,7 @@ void Finish(Decision& d, ConditionType type, const std::string& reason, const st
                {ConditionType::kQueued, ConditionType::kRunning, ConditionType::kRestarting,
                 ConditionType::kRecovering});
   d.status.completion_time = now;
+  d.status.replacements.clear();
   d.events.push_back({type == ConditionType::kFailed, reason, message});
 }
 
@@ -131,6 +133,71 @@ void AfterFinish(const DistributedJob& job, const std::vector<ReplicaObservation
       d.requeue_after_seconds = at - now;
     }
   }
+}
+
+// Look again at `at` (the earliest of what is pending).
+void RequeueAt(Decision& d, int64_t at, int64_t now) {
+  if (!d.requeue_after_seconds || at - now < *d.requeue_after_seconds) d.requeue_after_seconds = at - now;
+}
+
+// Where a replica being replaced is, for the message of its timeout.
+std::string Whereabouts(const std::map<ReplicaKey, const ReplicaObservation*>& by_key,
+                        const ReplicaKey& key) {
+  auto it = by_key.find(key);
+  if (it == by_key.end()) return "it has no pod yet";
+  const ReplicaObservation& o = *it->second;
+  if (o.deleting) return "its failed pod is still on its way out";
+  if (o.gated) return "it is Pending, held at its queue's admission gate";
+  if (o.phase == ReplicaPhase::kPending) return "it is still Pending";
+  return "it failed again";
+}
+
+std::string Names(const std::map<ReplicaKey, int64_t>& replacements) {
+  std::string names;
+  for (const auto& [key, since] : replacements) names += (names.empty() ? "" : ", ") + Describe(key);
+  return names;
+}
+
+// An elastic group that runs without some of its workers: each missing one
+// failed and is being replaced, every other replica runs, at least
+// minWorkers workers run, and rejoinTimeoutSeconds have passed since the
+// first of them failed, after which the members go on without whoever is
+// late. That is what the pods show; that the members did re-form without
+// it only they can say (their logs: "formed with 2 of 3 members").
+void MarkShrunk(const DistributedJob& job, const std::map<ReplicaKey, const ReplicaObservation*>& by_key,
+                int64_t now, Decision& d) {
+  JobStatus& s = d.status;
+  const auto& elastic = job.run_policy.elastic;
+  if (!elastic || s.replacements.empty()) return;
+  for (const auto& [key, since] : s.replacements) {
+    if (key.type != ReplicaType::kWorker) return;  // the leader is never left out
+  }
+  for (const auto& [type, spec] : job.replica_specs) {
+    for (int i = 0; i < spec.replicas; ++i) {
+      const ReplicaKey key{type, i};
+      if (s.replacements.count(key)) continue;
+      auto it = by_key.find(key);
+      if (it == by_key.end() || it->second->deleting || it->second->phase != ReplicaPhase::kRunning) return;
+    }
+  }
+  if (s.workers_active < elastic->min_workers) return;
+  int64_t first = now;
+  for (const auto& [key, since] : s.replacements) first = std::min(first, since);
+  const auto rejoin = static_cast<int64_t>(std::ceil(elastic->rejoin_timeout_seconds));
+  if (now < first + rejoin) {
+    RequeueAt(d, first + rejoin, now);
+    return;
+  }
+  const std::string why = "running with " + std::to_string(s.workers_active) + " of " +
+                          std::to_string(s.workers_wanted) + " workers: " + Names(s.replacements) +
+                          " not back rejoinTimeoutSeconds (" + std::to_string(rejoin) +
+                          "s) after failing; elastic minWorkers " + std::to_string(elastic->min_workers) +
+                          " lets the others go on without it";
+  const Condition* running = s.Find(ConditionType::kRunning);
+  const bool already = running && running->status && running->reason == "RunningShrunk";
+  SetExclusive(s, ConditionType::kRunning, "RunningShrunk", why, now,
+               {ConditionType::kRestarting, ConditionType::kRecovering});
+  if (!already) d.events.push_back({true, "RunningShrunk", why});
 }
 
 }  // namespace
@@ -188,6 +255,11 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     if (o.phase == ReplicaPhase::kSucceeded) ++c.succeeded;
     if (o.phase == ReplicaPhase::kFailed) ++c.failed;
   }
+  s.workers_wanted = job.Replicas(ReplicaType::kWorker);
+  s.workers_active = static_cast<int>(std::count_if(observed.begin(), observed.end(), [&](const auto& o) {
+    return o.key.type == ReplicaType::kWorker && o.key.index < s.workers_wanted &&
+           o.phase == ReplicaPhase::kRunning && !o.deleting;
+  }));
 
   if (!s.Find(ConditionType::kCreated)) {
     SetCondition(s, ConditionType::kCreated, true, "JobCreated", "DistributedJob " + job.name + " is created",
@@ -208,7 +280,8 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
                     ConditionType::kRecovering});
       d.events.push_back({false, "JobSuspended", "the job is suspended: its replicas are deleted"});
     }
-    s.start_time.reset();  // the deadline counts from the resume, as for a batch Job
+    s.start_time.reset();    // the deadline counts from the resume, as for a batch Job
+    s.replacements.clear();  // every replica goes: nothing is being replaced
     return d;
   }
   if (s.Is(ConditionType::kSuspended)) {
@@ -225,7 +298,8 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
                    {ConditionType::kRunning, ConditionType::kRestarting, ConditionType::kRecovering});
       d.events.push_back({false, "Queued", why + ": its pods wait, gated, and start together once admitted"});
     }
-    s.start_time.reset();  // the deadline counts from the admission
+    s.start_time.reset();    // the deadline counts from the admission
+    s.replacements.clear();  // the whole group starts again once admitted
     if (auto timeout = job.run_policy.scheduling_policy.schedule_timeout_seconds) {
       const int64_t at = s.Find(ConditionType::kQueued)->last_transition_time + *timeout;
       if (now >= at) {
@@ -294,6 +368,30 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     return d;
   }
 
+  // Recoveries that ended: the replica runs again (or already ran to its
+  // end). A replacement that failed in turn before it ran stays (its
+  // restart below renews its time).
+  for (auto it = s.replacements.begin(); it != s.replacements.end();) {
+    const auto& [key, since] = *it;
+    auto o = by_key.find(key);
+    if (key.index >= job.Replicas(key.type)) {  // scaled away: nothing to wait for
+      it = s.replacements.erase(it);
+      continue;
+    }
+    const bool back =
+        o != by_key.end() && !o->second->deleting &&
+        (o->second->phase == ReplicaPhase::kRunning || o->second->phase == ReplicaPhase::kSucceeded);
+    if (!back) {
+      ++it;
+      continue;
+    }
+    d.events.push_back({false, "Recovered",
+                        Describe(key) + " is back: its replacement " +
+                            (o->second->phase == ReplicaPhase::kRunning ? "runs, " : "ran, ") +
+                            std::to_string(now - since) + "s after it failed"});
+    it = s.replacements.erase(it);
+  }
+
   std::vector<Action> restarts_wanted;
   bool all_running = true;
   for (const auto& [type, spec] : job.replica_specs) {
@@ -328,6 +426,25 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     }
   }
 
+  // A replacement that does not come back: the group would wait for it (or,
+  // elastic, run shrunk) for good.
+  if (job.run_policy.elastic && job.run_policy.elastic->replacement_timeout_seconds) {
+    const int64_t timeout = *job.run_policy.elastic->replacement_timeout_seconds;
+    for (const auto& [key, since] : s.replacements) {
+      if (now < since + timeout) {
+        RequeueAt(d, since + timeout, now);
+        continue;
+      }
+      Finish(d, ConditionType::kFailed, "ReplacementTimeout",
+             Describe(key) + " did not run again within spec.runPolicy.elastic.replacementTimeoutSeconds (" +
+                 std::to_string(timeout) + "s) after it failed: " + Whereabouts(by_key, key),
+             now);
+      d.actions.clear();
+      AfterFinish(job, observed, now, d);
+      return d;
+    }
+  }
+
   if (!restarts_wanted.empty()) {
     restarts += static_cast<int>(restarts_wanted.size());
     if (backoff_exceeded(restarts)) {
@@ -343,6 +460,8 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
     std::string names;
     for (const auto& a : restarts_wanted) names += (names.empty() ? "" : ", ") + Describe(a.key);
     if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
+      // From its latest failure: its newest incarnation is what the others wait for.
+      for (const auto& a : restarts_wanted) s.replacements[a.key] = now;
       const std::string why = "replacing " + names + " alone; the others recover in place (restart " +
                               std::to_string(restarts) +
                               (limit ? " of backoffLimit " + std::to_string(*limit) : std::string()) + ")";
@@ -360,9 +479,13 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
 
   DeleteUnwanted(job, observed, d);
 
-  if (all_running && restarts_wanted.empty() && !s.Is(ConditionType::kRunning)) {
+  const Condition* running = s.Find(ConditionType::kRunning);
+  if (all_running && restarts_wanted.empty() &&
+      !(running && running->status && running->reason == "JobRunning")) {
     SetExclusive(s, ConditionType::kRunning, "JobRunning", "DistributedJob " + job.name + " is running", now,
                  {ConditionType::kRestarting, ConditionType::kRecovering});
+  } else if (!all_running && restarts_wanted.empty()) {
+    MarkShrunk(job, by_key, now, d);
   }
   return d;
 }

@@ -1,5 +1,7 @@
 #include "status_json.h"
 
+#include <charconv>
+
 #include "time_util.h"
 
 namespace ringmaster::op {
@@ -56,6 +58,15 @@ json StatusToJson(const JobStatus& s, int64_t observed_generation) {
   if (s.start_time) out["startTime"] = FormatRfc3339(*s.start_time);
   if (s.completion_time) out["completionTime"] = FormatRfc3339(*s.completion_time);
   out["restartCount"] = s.restart_count;
+  out["workersWanted"] = s.workers_wanted;
+  out["workersActive"] = s.workers_active;
+  // Both in one for kubectl get's column (a printer column is one JSONPath).
+  out["workers"] = std::to_string(s.workers_active) + "/" + std::to_string(s.workers_wanted);
+  if (!s.replacements.empty()) {
+    json replacements = json::object();
+    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
+    out["replacements"] = std::move(replacements);
+  }
   out["observedGeneration"] = observed_generation;
   out["state"] = StateOf(s);
   return out;
@@ -89,6 +100,22 @@ JobStatus StatusFromJson(const json& in) {
   s.start_time = TimeField(in, "startTime");
   s.completion_time = TimeField(in, "completionTime");
   s.restart_count = IntField(in, "restartCount");
+  s.workers_wanted = IntField(in, "workersWanted");
+  s.workers_active = IntField(in, "workersActive");
+  if (auto it = in.find("replacements"); it != in.end() && it->is_object()) {
+    for (const auto& [name, since] : it->items()) {
+      const auto dash = name.rfind('-');
+      if (dash == std::string::npos || !since.is_string()) continue;
+      auto type = ParseReplicaType(name.substr(0, dash));
+      const std::string index_text = name.substr(dash + 1);
+      int index = -1;
+      auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+      auto at = ParseRfc3339(since.get<std::string>());
+      if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0 || !at)
+        continue;
+      s.replacements[{*type, index}] = *at;
+    }
+  }
   return s;
 }
 

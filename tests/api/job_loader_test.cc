@@ -53,7 +53,7 @@ TEST(LoadJobs, EveryFieldIsRead) {
   successPolicy: AllWorkers
   communication: {implementation: RING, bytesPerPack: 4096, timeoutSeconds: 30}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 60, ttlSecondsAfterFinished: 5, cleanPodPolicy: All, suspend: true,
-              recovery: InPlace, elastic: {minWorkers: 2, rejoinTimeoutSeconds: 45}}
+              recovery: InPlace, elastic: {minWorkers: 2, rejoinTimeoutSeconds: 45, replacementTimeoutSeconds: 600}}
   replicaSpecs:
     Master:
       restartPolicy: ExitCode
@@ -75,7 +75,7 @@ TEST(LoadJobs, EveryFieldIsRead) {
   EXPECT_EQ(job->run_policy.ttl_seconds_after_finished, 5);
   EXPECT_EQ(job->run_policy.clean_pod_policy, CleanPodPolicy::kAll);
   EXPECT_EQ(job->run_policy.recovery, RecoveryPolicy::kInPlace);
-  EXPECT_EQ(job->run_policy.elastic, (ElasticPolicy{2, 45}));
+  EXPECT_EQ(job->run_policy.elastic, (ElasticPolicy{2, 45, 600}));
   EXPECT_TRUE(job->run_policy.suspend);
   // Master is Chief under its old name.
   ASSERT_NE(job->Find(ReplicaType::kChief), nullptr);
@@ -333,6 +333,16 @@ TEST(Validate, EnumsAndTypes) {
                   "  runPolicy:\n    recovery: InPlace\n    elastic: {minWorkers: 1, max: 3}\n" +
                   "  replicaSpecs:\n" + kWorker,
               "spec.runPolicy.elastic.max", "unknown field");
+  ExpectError(std::string(kHead) +
+                  "  runPolicy:\n    recovery: InPlace\n    elastic: {minWorkers: 1, "
+                  "replacementTimeoutSeconds: 0}\n" +
+                  "  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic.replacementTimeoutSeconds", "must be >= 1, got 0");
+  ExpectError(std::string(kHead) +
+                  "  runPolicy:\n    recovery: InPlace\n    elastic: {minWorkers: 1, "
+                  "replacementTimeoutSeconds: 1.5}\n" +
+                  "  replicaSpecs:\n" + kWorker,
+              "spec.runPolicy.elastic.replacementTimeoutSeconds", "must be an integer");
   ExpectError(std::string(kHead) + "  runPolicy:\n    backoffLimit: -1\n  replicaSpecs:\n" + kWorker,
               "spec.runPolicy.backoffLimit", "must be between 0");
   ExpectError(std::string(kHead) + "  runPolicy:\n    suspend: maybe\n  replicaSpecs:\n" + kWorker,

@@ -60,6 +60,15 @@ std::string RenderStatus(const JobStatus& s) {
         << c.failed;
     first = false;
   }
+  out << " workers=" << s.workers_active << "/" << s.workers_wanted;
+  if (!s.replacements.empty()) {
+    out << " replacing=";
+    first = true;
+    for (const auto& [key, since] : s.replacements) {
+      out << (first ? "" : ",") << key.Name() << "@" << (since - kT0);
+      first = false;
+    }
+  }
   for (const auto& c : s.conditions) {
     out << "\ncondition: " << ConditionTypeName(c.type) << "=" << (c.status ? "True" : "False") << " "
         << c.reason << " @" << (c.last_transition_time - kT0) << ": " << c.message;

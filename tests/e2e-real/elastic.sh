@@ -42,6 +42,11 @@ wait_for 60 "the chief's group of two" chief_shrank
 expect_eq "the replacement's phase while the others train" "$(k -n "$NS" get pod "$victim" -o 'jsonpath={.status.phase}')" Pending
 log_has "$worker1" '^reset rank 1 size 2 ' || fail "worker 1 is not rank 1 of 2: $(k -n "$NS" logs "$worker1" | tail -5)"
 pass "worker 0's replacement could not be scheduled; the chief and worker 1 went on as a group of two"
+# The job says so too: Running, reason RunningShrunk, Workers 1/2.
+shrunk_status() {
+  [ "$(k -n "$NS" get djob "$job" -o 'jsonpath={.status.conditions[?(@.type=="Running")].reason} {.status.workers}')" = "RunningShrunk 1/2" ]
+}
+wait_for 60 "the job's status: RunningShrunk, workers 1/2" shrunk_status
 
 # Capacity returns: the replacement starts and is let in.
 uncordon

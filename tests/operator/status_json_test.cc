@@ -25,7 +25,12 @@ TEST(StatusJson, RoundTrips) {
   s.replica_statuses[ReplicaType::kWorker] = {3, 1, 2};
   s.start_time = 999;
   s.restart_count = 4;
+  s.workers_wanted = 3;
+  s.workers_active = 2;
+  s.replacements[{ReplicaType::kWorker, 1}] = 1500;
   nlohmann::json j = StatusToJson(s, 7);
+  EXPECT_EQ(j["workers"], "2/3");
+  EXPECT_EQ(j["replacements"]["worker-1"], FormatRfc3339(1500));
   EXPECT_EQ(j["observedGeneration"], 7);
   EXPECT_EQ(j["state"], "Restarting");
   EXPECT_EQ(j["conditions"][1]["status"], "False");
@@ -35,14 +40,18 @@ TEST(StatusJson, RoundTrips) {
 }
 
 TEST(StatusJson, ToleratesGarbage) {
-  nlohmann::json j = {{"conditions", {{{"type", "Bogus"}}, 5, {{"type", "Failed"}, {"status", "True"}}}},
-                      {"replicaStatuses", {{"Nope", {{"active", 1}}}}},
-                      {"startTime", "not a time"}};
+  nlohmann::json j = {
+      {"conditions", {{{"type", "Bogus"}}, 5, {{"type", "Failed"}, {"status", "True"}}}},
+      {"replicaStatuses", {{"Nope", {{"active", 1}}}}},
+      {"startTime", "not a time"},
+      {"replacements",
+       {{"worker-x", "2026-11-22T05:19:37Z"}, {"worker-1", "never"}, {"nope-1", "2026-11-22T05:19:37Z"}}}};
   JobStatus s = StatusFromJson(j);
   ASSERT_EQ(s.conditions.size(), 1u);
   EXPECT_TRUE(s.Is(ConditionType::kFailed));
   EXPECT_TRUE(s.replica_statuses.empty());
   EXPECT_FALSE(s.start_time.has_value());
+  EXPECT_TRUE(s.replacements.empty());
   EXPECT_EQ(StateOf(s), "Failed");
 }
 

@@ -9,7 +9,8 @@
 // type's, <Type>.restartPolicy: one type's; backoffLimit,
 // activeDeadlineSeconds, ttlSecondsAfterFinished, cleanPodPolicy, suspend, recovery:
 // runPolicy's; queue, priorityClass, minAvailable, scheduleTimeoutSeconds:
-// its schedulingPolicy's;
+// its schedulingPolicy's; minWorkers, rejoinTimeoutSeconds,
+// replacementTimeoutSeconds: its elastic's;
 // successPolicy; name. Other arguments are left to the harness.
 #pragma once
 
@@ -63,6 +64,8 @@ inline void ApplyJobArgs(const TranscriptCase& c, nlohmann::json& job,
     } else if (key == "queue" || key == "priorityClass" || key == "minAvailable" ||
                key == "scheduleTimeoutSeconds") {
       spec["runPolicy"]["schedulingPolicy"][key] = TranscriptValue(value);
+    } else if (key == "minWorkers" || key == "rejoinTimeoutSeconds" || key == "replacementTimeoutSeconds") {
+      spec["runPolicy"]["elastic"][key] = TranscriptValue(value);
     } else if (key == "successPolicy") {
       spec["successPolicy"] = value;
     } else if (key == "name") {

@@ -112,6 +112,11 @@ struct SchedulingPolicy {
 struct ElasticPolicy {
   int min_workers = 1;
   double rejoin_timeout_seconds = 30;
+  // How long a failed replica's replacement may take to run again (Pending:
+  // unschedulable, its node gone, its image pulling) before the job fails
+  // (ReplacementTimeout): the group, shrunk, would otherwise wait for it
+  // for good. nullopt: no bound.
+  std::optional<int64_t> replacement_timeout_seconds;
 
   bool operator==(const ElasticPolicy&) const = default;
 };

@@ -78,6 +78,13 @@ struct JobStatus {
   std::optional<int64_t> start_time;
   std::optional<int64_t> completion_time;
   int restart_count = 0;  // replicas restarted by us (not in place)
+  // The Worker replicas the spec asks for, and how many of their pods run
+  // (Running, not on their way out): the group as wanted and as it is.
+  int workers_wanted = 0, workers_active = 0;
+  // runPolicy.recovery InPlace: the replicas replaced after a failure whose
+  // replacement does not run yet, each with when it last failed (when its
+  // replacement was decided). A replica's recovery ends when it runs again.
+  std::map<ReplicaKey, int64_t> replacements;
 
   const Condition* Find(ConditionType t) const;
   bool Is(ConditionType t) const;  // the condition is present and true
