@@ -1,5 +1,6 @@
 #include "local_plan.h"
 
+#include <charconv>
 #include <optional>
 
 namespace ringmaster::cli {
@@ -19,6 +20,14 @@ LocalStep PlanLocalStep(const DistributedJob& job, const JobStatus& status,
     step.lines.push_back((e.warning ? "warning: " : "") + e.reason + ": " + e.message);
   step.status = std::move(d.status);
   step.finished = step.status.Finished();
+  for (const auto& [key, since] : step.status.replacements) {
+    if (!status.replacements.count(key)) step.recoveries_begun.push_back(key);
+  }
+  if (!step.finished) {  // the end of the job clears what it was replacing: no recovery ended
+    for (const auto& [key, since] : status.replacements) {
+      if (!step.status.replacements.count(key)) step.recoveries_ended.emplace_back(key, now - since);
+    }
+  }
   for (const Action& a : d.actions) {
     switch (a.kind) {
       case ActionKind::kCreate:
@@ -34,6 +43,17 @@ LocalStep PlanLocalStep(const DistributedJob& job, const JobStatus& status,
         break;
     }
   }
+  return step;
+}
+
+std::optional<int64_t> ResumeStepOf(std::string_view line) {
+  constexpr std::string_view kWords = "resuming after step ";
+  const auto at = line.find(kWords);
+  if (at == std::string_view::npos) return std::nullopt;
+  const char* begin = line.data() + at + kWords.size();
+  int64_t step = 0;
+  auto [ptr, ec] = std::from_chars(begin, line.data() + line.size(), step);
+  if (ec != std::errc() || ptr == begin) return std::nullopt;
   return step;
 }
 

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ringmaster/job.h"
@@ -37,10 +40,22 @@ struct LocalStep {
   // machine's deletions at the end are no commands of their own; nor is
   // deleting the job (nothing persists locally).
   bool finished = false;
+  // Recoveries in place (runPolicy.recovery InPlace) that began at this
+  // step, and those that ended with how long each took (seconds since the
+  // replica failed): for the run's summary.
+  std::vector<ReplicaKey> recoveries_begun;
+  std::vector<std::pair<ReplicaKey, int64_t>> recoveries_ended;
 };
 
 // `observed` holds one entry per replica the runner has started.
 LocalStep PlanLocalStep(const DistributedJob& job, const JobStatus& status,
                         const std::vector<ReplicaObservation>& observed, int64_t now);
+
+// The step a recovering group resumed after, from a member's output line:
+// the agent's "resuming after step N from <task>; ..." (every member, in
+// any program on libringmaster) and ringmaster-worker's own "recovered:
+// resuming after step N ...". Where the group resumed is known only to its
+// members: what they print is all the runner (and no operator) can know.
+std::optional<int64_t> ResumeStepOf(std::string_view line);
 
 }  // namespace ringmaster::cli

@@ -101,6 +101,7 @@ class Runner {
     while (!finished && !g_interrupted) {
       LocalStep step = PlanLocalStep(job_, status_, Observations(), std::time(nullptr));
       for (const auto& line : step.lines) Say(line);
+      NoteRecoveries(step);
       status_ = std::move(step.status);
       for (const auto& c : step.commands) Apply(c);
       finished = step.finished;
@@ -115,6 +116,19 @@ class Runner {
 
  private:
   void Say(const std::string& line) { out_ << "[ringmaster] " << line << std::endl; }
+
+  // What the summary tells of the recoveries in place: how many, how long
+  // each took, how small the group ran, who was not back at the end.
+  void NoteRecoveries(const LocalStep& step) {
+    recoveries_ += static_cast<int>(step.recoveries_begun.size());
+    for (const auto& [key, seconds] : step.recoveries_ended)
+      recovered_.push_back(key.Name() + " back after " + std::to_string(seconds) + "s");
+    if (!step.finished) not_back_ = step.status.replacements;
+    const Condition* running = step.status.Find(ConditionType::kRunning);
+    if (running && running->status && running->reason == "RunningShrunk" &&
+        (fewest_workers_ < 0 || step.status.workers_active < fewest_workers_))
+      fewest_workers_ = step.status.workers_active;
+  }
 
   void AssignAddresses() {
     int members = 0;
@@ -410,8 +424,9 @@ class Runner {
         r.partial.append(buf, static_cast<size_t>(n));
         size_t start = 0, nl;
         while ((nl = r.partial.find('\n', start)) != std::string::npos) {
-          out_ << "[" << r.key.Name() << "] " << std::string_view(r.partial).substr(start, nl - start)
-               << "\n";
+          const std::string_view line = std::string_view(r.partial).substr(start, nl - start);
+          out_ << "[" << r.key.Name() << "] " << line << "\n";
+          if (auto step = ResumeStepOf(line)) resumed_after_ = *step;
           start = nl + 1;
         }
         r.partial.erase(0, start);
@@ -538,6 +553,23 @@ class Runner {
       out_ << "[ringmaster]   " << key.Name() << ": started " << r.starts << "x, last exit code "
            << r.obs.exit_code << (r.stopped ? " (stopped by ringmaster)" : "") << "\n";
     }
+    if (recoveries_ > 0) {
+      out_ << "[ringmaster]   recoveries in place: " << recoveries_;
+      std::string done;
+      for (const auto& r : recovered_) done += (done.empty() ? "" : ", ") + r;
+      if (!done.empty()) out_ << " (" << done << ")";
+      // The members' word (their output), not the state machine's.
+      if (resumed_after_) out_ << "; the group last resumed after step " << *resumed_after_;
+      out_ << "\n";
+      if (fewest_workers_ >= 0)
+        out_ << "[ringmaster]   ran shrunk: down to " << fewest_workers_ << " of " << status_.workers_wanted
+             << " workers\n";
+      if (!not_back_.empty()) {
+        std::string names;
+        for (const auto& [key, since] : not_back_) names += (names.empty() ? "" : ", ") + key.Name();
+        out_ << "[ringmaster]   not back when the run ended: " << names << "\n";
+      }
+    }
     if (verdict == "Failed") {
       // Who the culprit is, in the words of the replica that said so first.
       std::vector<ReplicaExit> exits;  // rank order: chief, then workers
@@ -561,6 +593,11 @@ class Runner {
   std::string log_dir_;           // the replicas' termination logs
   std::string key_file_;          // RINGMASTER_JOB_KEY_FILE: this run's key (0600)
   std::map<ReplicaKey, Replica> replicas_;
+  int recoveries_ = 0;                      // recoveries in place begun
+  std::vector<std::string> recovered_;      // "worker-1 back after 2s"
+  std::map<ReplicaKey, int64_t> not_back_;  // being replaced at the last step before the end
+  int fewest_workers_ = -1;                 // fewest running while RunningShrunk; -1: never
+  std::optional<int64_t> resumed_after_;    // the last "resuming after step N" a member printed
 };
 
 }  // namespace

@@ -330,6 +330,12 @@ TEST(Cli, RunRecoveryExampleRestartsOnlyTheVictim) {
   EXPECT_TRUE(HasLine(
       r.output, "\\[worker-1\\] ringmaster-worker /job:worker/task:1: joined a running group: " + after))
       << r.output;
+  // The summary: the recovery, how long it took, and the step the members say they resumed after.
+  EXPECT_TRUE(
+      HasLine(r.output,
+              "\\[ringmaster\\]   recoveries in place: 1 \\(worker-1 back after [0-9]+s\\); the group last "
+              "resumed after step [23]"))
+      << r.output;
   EXPECT_NE(r.output.find("/job:chief/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
   EXPECT_NE(r.output.find("/job:worker/task:0: 6 steps verified (1 recoveries in place)"), std::string::npos);
   EXPECT_NE(r.output.find("/job:worker/task:1: 6 steps verified (0 recoveries in place)"), std::string::npos);
