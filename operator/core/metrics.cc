@@ -35,7 +35,28 @@ JobTransition JobTransitionOf(const nlohmann::json& old_status, const nlohmann::
   t.failed = after == "Failed" && before != "Failed";
   t.restarted =
       (after == "Restarting" || after == "Recovering") && before != after;  // a recovery restarts a replica
+  const auto replacements = [](const nlohmann::json& status) {
+    auto it = status.is_object() ? status.find("replacements") : status.end();
+    return it != status.end() && it->is_object() ? *it : nlohmann::json::object();
+  };
+  const nlohmann::json was = replacements(old_status), is = replacements(new_status);
+  for (const auto& [replica, since] : is.items()) {
+    if (!was.contains(replica)) ++t.recoveries;
+  }
   return t;
+}
+
+std::optional<JobWorkers> JobWorkersOf(const nlohmann::json& job) {
+  if (!job.is_object() || !job.contains("metadata") || !job["metadata"].is_object()) return std::nullopt;
+  auto status = job.find("status");
+  if (status == job.end() || !status->is_object()) return std::nullopt;
+  auto active = status->find("workersActive"), wanted = status->find("workersWanted");
+  if (active == status->end() || wanted == status->end() || !active->is_number_integer() ||
+      !wanted->is_number_integer())
+    return std::nullopt;
+  const nlohmann::json& meta = job["metadata"];
+  return JobWorkers{meta.value("namespace", ""), meta.value("name", ""), active->get<int>(),
+                    wanted->get<int>()};
 }
 
 QueueMetrics::QueueMetrics(prometheus::Registry& r, const std::string& queue) {
@@ -99,6 +120,19 @@ OperatorMetrics::OperatorMetrics(const std::string& version)
               .Name("ringmaster_jobs_restarted_total")
               .Help("Times a DistributedJob entered Restarting (replicas recreated), by namespace.")
               .Register(*registry_)),
+      recoveries_(BuildCounter()
+                      .Name("ringmaster_recoveries_total")
+                      .Help("Replicas of DistributedJobs (runPolicy.recovery InPlace) that failed and were "
+                            "replaced while the others kept running, by namespace.")
+                      .Register(*registry_)),
+      workers_active_(BuildGauge()
+                          .Name("ringmaster_job_workers_active")
+                          .Help("Worker pods of a DistributedJob that run (status.workersActive).")
+                          .Register(*registry_)),
+      workers_wanted_(BuildGauge()
+                          .Name("ringmaster_job_workers_wanted")
+                          .Help("Worker replicas a DistributedJob asks for (status.workersWanted).")
+                          .Register(*registry_)),
       requests_(BuildCounter()
                     .Name("rest_client_requests_total")
                     .Help("Number of HTTP requests, partitioned by status code, method, and host.")
@@ -157,6 +191,25 @@ void OperatorMetrics::CountJob(const JobTransition& t, const std::string& ns) {
   if (t.succeeded) jobs_succeeded_.Add(labels).Increment();
   if (t.failed) jobs_failed_.Add(labels).Increment();
   if (t.restarted) jobs_restarted_.Add(labels).Increment();
+  if (t.recoveries > 0) recoveries_.Add(labels).Increment(t.recoveries);
+}
+
+void OperatorMetrics::SetJobWorkers(const std::vector<JobWorkers>& jobs) {
+  std::map<std::pair<std::string, std::string>, std::pair<prometheus::Gauge*, prometheus::Gauge*>> now;
+  for (const auto& j : jobs) {
+    const prometheus::Labels labels = {{"namespace", j.ns}, {"job_name", j.name}};
+    auto& [active, wanted] = now[{j.ns, j.name}];
+    active = &workers_active_.Add(labels);
+    wanted = &workers_wanted_.Add(labels);
+    active->Set(j.active);
+    wanted->Set(j.wanted);
+  }
+  for (const auto& [key, gauges] : job_workers_) {
+    if (now.count(key)) continue;
+    workers_active_.Remove(gauges.first);
+    workers_wanted_.Remove(gauges.second);
+  }
+  job_workers_ = std::move(now);
 }
 
 void OperatorMetrics::Request(std::string_view method, int code, double seconds) {

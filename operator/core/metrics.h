@@ -16,8 +16,11 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "work_queue.h"
 
@@ -27,10 +30,21 @@ namespace ringmaster::op {
 // first status (created), and entering Succeeded, Failed or Restarting.
 struct JobTransition {
   bool created = false, succeeded = false, failed = false, restarted = false;
+  // Replicas whose recovery in place began (new in status.replacements).
+  int recoveries = 0;
 };
 // Pure: `old_status` is the job's status before the write (null or {} for a
 // new job), `new_status` the one written.
 JobTransition JobTransitionOf(const nlohmann::json& old_status, const nlohmann::json& new_status);
+
+// One job's group for the per-job gauges: its namespace and name, and its
+// status' workersActive/workersWanted.
+struct JobWorkers {
+  std::string ns, name;
+  int active = 0, wanted = 0;
+};
+// Pure: nullopt for a job whose status has no worker counts yet.
+std::optional<JobWorkers> JobWorkersOf(const nlohmann::json& job);
 
 // client-go's work queue metrics for one queue (label name=<queue>).
 class QueueMetrics final : public WorkQueueObserver {
@@ -66,6 +80,9 @@ class OperatorMetrics {
   void PodDeleted() { pods_deleted_->Increment(); }
   void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
   void CountJob(const JobTransition& t, const std::string& ns);
+  // ringmaster_job_workers_active / _wanted{namespace,job_name}: the jobs
+  // there are now; the series of jobs no longer listed are removed.
+  void SetJobWorkers(const std::vector<JobWorkers>& jobs);
   // One API request: rest_client_requests_total{code,host,method} and
   // rest_client_request_duration_seconds{host,verb}. code 0: no answer
   // (client-go's "<error>").
@@ -80,6 +97,11 @@ class OperatorMetrics {
   prometheus::Gauge* leader_;
   prometheus::Family<prometheus::Gauge>& jobs_;
   prometheus::Family<prometheus::Counter>&jobs_created_, &jobs_succeeded_, &jobs_failed_, &jobs_restarted_;
+  prometheus::Family<prometheus::Counter>& recoveries_;
+  prometheus::Family<prometheus::Gauge>&workers_active_, &workers_wanted_;
+  // The per-job series set last time, by (namespace, name).
+  std::map<std::pair<std::string, std::string>, std::pair<prometheus::Gauge*, prometheus::Gauge*>>
+      job_workers_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   std::string host_;

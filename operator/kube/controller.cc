@@ -143,8 +143,10 @@ void Controller::Resync() {
 void Controller::UpdateJobGauge() {
   std::map<std::string, double> by_state;
   for (ConditionType t : kAllConditionTypes) by_state[std::string(ConditionTypeName(t))] = 0;
+  std::vector<JobWorkers> workers;
   for (auto& inf : job_informers_) {
     inf->ForEach([&](const json& job) {
+      if (auto w = JobWorkersOf(job)) workers.push_back(std::move(*w));
       std::string state;
       if (job.contains("status") && job["status"].is_object()) state = job["status"].value("state", "");
       if (state.empty()) state = "Created";
@@ -152,6 +154,7 @@ void Controller::UpdateJobGauge() {
     });
   }
   metrics_.SetJobsByCondition(by_state);
+  metrics_.SetJobWorkers(workers);
 }
 
 void Controller::Worker() {

@@ -24,6 +24,9 @@ TEST(Metrics, ConventionalNamesAndLabels) {
   m.CountJob({.created = true}, "team-a");
   m.CountJob({.succeeded = true}, "team-a");
   m.CountJob({.failed = true, .restarted = true}, "team-b");
+  m.CountJob({.recoveries = 2}, "team-b");
+  m.SetJobWorkers({{"team-a", "gone", 3, 3}});
+  m.SetJobWorkers({{"team-a", "j", 2, 3}});
   m.Request("GET", 200, 0.01);
   m.Request("PUT", 0, 2);
   m.queue().Added();
@@ -43,6 +46,9 @@ TEST(Metrics, ConventionalNamesAndLabels) {
            "ringmaster_jobs_succeeded_total{namespace=\"team-a\"} 1",
            "ringmaster_jobs_failed_total{namespace=\"team-b\"} 1",
            "ringmaster_jobs_restarted_total{namespace=\"team-b\"} 1",
+           "ringmaster_recoveries_total{namespace=\"team-b\"} 2",
+           "ringmaster_job_workers_active{job_name=\"j\",namespace=\"team-a\"} 2",
+           "ringmaster_job_workers_wanted{job_name=\"j\",namespace=\"team-a\"} 3",
            "rest_client_requests_total{code=\"200\",host=\"10.0.0.1:6443\",method=\"GET\"} 1",
            "rest_client_requests_total{code=\"<error>\",host=\"10.0.0.1:6443\",method=\"PUT\"} 1",
            "rest_client_request_duration_seconds_count{host=\"10.0.0.1:6443\",verb=\"GET\"} 1",
@@ -52,6 +58,7 @@ TEST(Metrics, ConventionalNamesAndLabels) {
     EXPECT_TRUE(Has(text, line)) << "missing: " << line << "\n" << text;
   }
   EXPECT_NE(text.find("# TYPE ringmaster_jobs_created_total counter"), std::string::npos);
+  EXPECT_EQ(text.find("job_name=\"gone\""), std::string::npos) << "a job no longer there keeps its series";
   EXPECT_NE(text.find("# TYPE workqueue_queue_duration_seconds histogram"), std::string::npos);
 }
 
@@ -69,6 +76,28 @@ TEST(JobTransitions, CountEachEntryOnce) {
   EXPECT_TRUE(JobTransitionOf(running, {{"state", "Failed"}}).failed);
   EXPECT_TRUE(JobTransitionOf(running, {{"state", "Restarting"}}).restarted);
   EXPECT_FALSE(JobTransitionOf({{"state", "Restarting"}}, {{"state", "Restarting"}}).restarted);
+  // A recovery in place counts once per replica, when it enters status.replacements.
+  const json one = {{"state", "Recovering"}, {"replacements", {{"worker-1", "2026-11-22T05:19:37Z"}}}};
+  const json two = {
+      {"state", "Recovering"},
+      {"replacements", {{"worker-1", "2026-11-22T05:19:37Z"}, {"chief-0", "2026-11-22T05:19:40Z"}}}};
+  EXPECT_EQ(JobTransitionOf(running, one).recoveries, 1);
+  EXPECT_EQ(JobTransitionOf(one, two).recoveries, 1);
+  EXPECT_EQ(JobTransitionOf(two, two).recoveries, 0);
+  EXPECT_EQ(JobTransitionOf(two, running).recoveries, 0);
+}
+
+TEST(JobWorkers, ReadFromTheStatus) {
+  using nlohmann::json;
+  const json job = {{"metadata", {{"namespace", "ns"}, {"name", "j"}}},
+                    {"status", {{"workersActive", 2}, {"workersWanted", 3}}}};
+  auto w = JobWorkersOf(job);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->ns, "ns");
+  EXPECT_EQ(w->name, "j");
+  EXPECT_EQ(w->active, 2);
+  EXPECT_EQ(w->wanted, 3);
+  EXPECT_FALSE(JobWorkersOf({{"metadata", {{"name", "j"}}}}).has_value());  // no status written yet
 }
 
 TEST(ProcessMetrics, ParsesProcSelfStatWithAnAwkwardName) {
