@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import ringmaster
 
@@ -94,6 +94,7 @@ def shutdown() -> None:
     """Leaves the group (the process may call init() again later); its
     process sets go with it."""
     _sets.clear()  # their communicators close with the group's
+    _held.clear()
     ringmaster.shutdown()
 
 
@@ -267,6 +268,13 @@ class ProcessSet:
     over the group's connections, with sequence numbers of their own; ranks
     outside it get InvalidArgumentError if they call them. ``root_rank``
     arguments stay global ranks, as in Horovod.
+
+    Recovery in place (``elastic.run``): after the group forms again the
+    library adds every set again on every member, with its ranks and id, so
+    the same ProcessSet objects go on working. A set that names a rank the
+    group does not have now (it shrank: an elastic size) is held: its
+    ``size()`` is None and its collectives raise ValueError until a later
+    formation has the rank again.
     """
 
     def __init__(self, ranks_or_comm: Any = None) -> None:
@@ -291,27 +299,32 @@ class ProcessSet:
         return self.process_set_id == 0 or self is global_process_set
 
     def size(self) -> Optional[int]:
-        """The number of ranks in the set; None until it is added."""
+        """The number of ranks in the set; None until it is added (and while
+        it is held: the group shrank below its ranks)."""
         if self.is_global():
             return size()
-        if self.process_set_id is None or self.process_set_id not in _sets:
+        if self.process_set_id is None or self.process_set_id not in _sets or self.process_set_id in _held:
             return None
         return len(_sets[self.process_set_id][0])
 
     def rank(self) -> Optional[int]:
-        """This process's rank within the set (-1 outside it); None until it is added."""
+        """This process's rank within the set (-1 outside it); None until it
+        is added (and while it is held)."""
         if self.is_global():
             return rank()
-        if self.process_set_id is None or self.process_set_id not in _sets:
+        if self.process_set_id is None or self.process_set_id not in _sets or self.process_set_id in _held:
             return None
         ranks = _sets[self.process_set_id][0]
         r = rank()
         return ranks.index(r) if r in ranks else -1
 
     def included(self) -> Optional[bool]:
-        """Whether this process is one of the set's ranks."""
+        """Whether this process is one of the set's ranks (False while the
+        set is held: the group shrank below its ranks)."""
         if self.is_global():
             return True
+        if self.process_set_id is not None and self.process_set_id in _held:
+            return False
         return None if self.ranks is None else rank() in self.ranks
 
     def __str__(self) -> str:
@@ -326,10 +339,29 @@ global_process_set.process_set_id = 0
 # The sets added: id -> (ranks, the set's Communicator on its members, None
 # elsewhere). Every rank holds every set, so ids are the same everywhere.
 _sets: Dict[int, Tuple[List[int], Any]] = {}
+# Ids of sets with a rank that the group formed now lacks (an elastic size
+# left members out): they keep their ids, so every member (and a process
+# that joins later) numbers the sets alike, and are added again by the
+# formation that has their ranks (_add_sets_again).
+_held: Set[int] = set()
+
+
+def _job_size() -> int:
+    """The members TF_CONFIG names (chief and workers): the most the group
+    has, whatever size() is after a formation that left some out."""
+    try:
+        cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+        named = sum(len(cluster.get(t) or ()) for t in ("chief", "master", "worker"))
+    except (ValueError, AttributeError, TypeError):
+        named = 0
+    return max(named, size())
 
 
 def _id_of_ranks(ranks: List[int]) -> Optional[int]:
-    if ranks == list(range(size())):
+    # The whole job's ranks, not this formation's: after a formation that
+    # left members out, a set of the ranks left is still a set of its own on
+    # every member (the survivors added it when the group was whole).
+    if ranks == list(range(_job_size())):
         return 0
     for sid, (known, _) in _sets.items():
         if known == ranks:
@@ -342,10 +374,47 @@ def _add(ps: "ProcessSet") -> "ProcessSet":
     sid = 1
     while sid in _sets:  # the lowest free id, as Horovod reuses them
         sid += 1
-    comm = _comm().add_process_set(ps.ranks, sid)  # collective: every rank, same ranks
-    _sets[sid] = (list(ps.ranks), comm)
+    if ps.ranks and size() <= ps.ranks[-1] < _job_size():
+        # The job has the rank but this formation does not (a process that
+        # joins a group that shrank adds what the others hold): held alike
+        # on every member, no collective.
+        _sets[sid] = (list(ps.ranks), None)
+        _held.add(sid)
+    else:
+        comm = _comm().add_process_set(ps.ranks, sid)  # collective: every rank, same ranks
+        _sets[sid] = (list(ps.ranks), comm)
     ps.process_set_id = sid
     return ps
+
+
+def _drop_sets_of_last_formation() -> None:
+    """After the group formed again, before anything else: the last
+    formation's sets are void in the engine (their ranks and wire keys were
+    its own); closes them, binds the global set to the new size and holds
+    the sets with a rank this formation lacks. Local (no collective): the
+    reset callbacks see the sets as they will be."""
+    n = size()
+    global_process_set._bind(list(range(n)))
+    for sid, (ranks, old) in list(_sets.items()):
+        if old is not None:
+            old.close()
+        _sets[sid] = (ranks, None)
+    _held.clear()
+    _held.update(sid for sid, (ranks, _) in _sets.items() if ranks[-1] >= n)
+
+
+def _add_sets_again() -> None:
+    """Then, on every member at the same point (elastic.run, before the
+    sync): every set not held is added again, in id order, with its id and
+    ranks. A new incarnation has just added the same sets from its program
+    (init(process_sets=...), add_process_set): that is what these calls
+    meet. After a failure part way the group forms again, and
+    _drop_sets_of_last_formation and this run again from the start."""
+    c = _comm()
+    for sid in sorted(_sets):
+        if sid not in _held:
+            ranks = _sets[sid][0]
+            _sets[sid] = (ranks, c.add_process_set(ranks, sid))
 
 
 def _get_process_set_ids_and_ranks() -> Dict[int, List[int]]:
@@ -392,6 +461,7 @@ def remove_process_set(process_set: ProcessSet) -> bool:
     if sid is None or sid == 0 or sid not in _sets:
         return False
     _, comm = _sets.pop(sid)
+    _held.discard(sid)
     if comm is not None:
         comm.close()
     process_set._invalidate()
@@ -409,6 +479,9 @@ def check_process_set(process_set: Any) -> int:
     if sid is None or sid not in _sets:
         raise ValueError(f"process_set: {process_set} was not added (init(process_sets=...) or "
                          f"add_process_set()), or it was removed")
+    if sid in _held:
+        raise ValueError(f"process_set: {process_set} names ranks the group does not have now (it runs with "
+                         f"{size()} of {_job_size()} members); it is added again when the group has them")
     return int(sid)
 
 

@@ -27,9 +27,15 @@ small broadcast from rank 0; none without an elastic size) and, when someone wai
 it *without* restoring (a membership change is not a failure), calls the
 reset callbacks and syncs, the newcomer taking the state.
 
-Not done: process sets (add them again after a reset), and ``local_rank()``
-and its kin after a formation that left members out (they read TF_CONFIG's
-hosts by rank).
+Process sets: after each re-formation, before the state syncs, ``run``
+adds every process set again on every member (same ids, same ranks), so the
+program's ProcessSet objects go on working; a new incarnation adds the same
+sets from its program (``init(process_sets=...)``/``add_process_set`` before
+``func`` runs), which is what the survivors' calls meet. A set that names a
+rank the shrunk group lacks is held (ProcessSet's docstring).
+
+Not done: ``local_rank()`` and its kin after a formation that left members
+out (they read TF_CONFIG's hosts by rank).
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ import tensorflow as tf
 
 import ringmaster
 
+from . import _basics
 from ._basics import rank
 from .functions import broadcast_object, broadcast_variables
 
@@ -226,8 +233,10 @@ def _member_failed(error: BaseException) -> bool:
 
 
 def _reset() -> None:
-    """Forms the group again, with the failed member's new incarnation."""
+    """Forms the group again, with the failed member's new incarnation (or
+    without a member, or with one that waited: an elastic size)."""
     ringmaster.default_communicator().reform()
+    _basics._drop_sets_of_last_formation()
 
 
 def run(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -238,8 +247,13 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
     times out raises its error, naming who did not come back."""
     @functools.wraps(func)
     def wrapper(state: State, *args: Any, **kwargs: Any) -> Any:
+        reformed = False
         while True:
             try:
+                if reformed:
+                    # Collective, like the sync after it: a failure here
+                    # starts the recovery over.
+                    _basics._add_sets_again()
                 state.sync()
                 return func(state, *args, **kwargs)
             except HostsUpdatedInterrupt as e:
@@ -253,5 +267,6 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
                 _reset()
             except ringmaster.RingmasterError as e:
                 raise e from failure
+            reformed = True
             state.on_reset()
     return wrapper
