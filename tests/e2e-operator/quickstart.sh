@@ -35,7 +35,7 @@ wait_pods_running 90 quickstart 3
 wait_state 60 quickstart Running
 table=$(k -n "$NS" get djob)
 grep -q "STATE *WORKERS *RESTARTS *STARTED *FINISHED *AGE" <<<"$table" || fail "kubectl get djob header: $table"
-grep -Eq "^quickstart +Running +2 " <<<"$table" || fail "kubectl get djob row: $table"
+grep -Eq "^quickstart +Running +2/2 " <<<"$table" || fail "kubectl get djob row (WORKERS is active/wanted): $table"
 pass "pods Running -> job Running; kubectl get djob: $(tail -1 <<<"$table")"
 
 pod_exit quickstart-chief-0 0
