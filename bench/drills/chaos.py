@@ -28,7 +28,7 @@ A run ends in one of:
 Usage:
   bench/drills/chaos.py build/bin/ringmaster [--runs N] [--seed S]
       [--mode inplace|elastic|both] [--workers W] [--steps K]
-      [--deadline SECONDS] [--logs DIR] [--csv FILE]
+      [--deadline SECONDS] [--rejoin SECONDS] [--logs DIR] [--csv FILE]
 
 Exit status: 0 when no run hung, printed a wrong result or failed without a
 verdict; 1 otherwise (each such run's whole log is kept under --logs).
@@ -56,15 +56,15 @@ SUMMARY = re.compile(r"^\[ringmaster\] job \S+: (Succeeded|Failed|Interrupted)(?
 VERIFIED = re.compile(r"^\[(\S+)\] ringmaster-worker .*: (\d+) steps verified")
 
 
-def job_yaml(name: str, workers: int, steps: int, elastic: bool, timeout_s: int, deadline_s: int,
-             worker: str) -> str:
+def job_yaml(name: str, workers: int, steps: int, elastic: bool, rejoin_s: float, timeout_s: int,
+             deadline_s: int, worker: str) -> str:
     """The drill's job: a chief and `workers` workers, recovery in place."""
     elastic_block = ""
     if elastic:
         elastic_block = f"""
     elastic:
       minWorkers: {max(1, workers - 1)}
-      rejoinTimeoutSeconds: 3"""
+      rejoinTimeoutSeconds: {rejoin_s}"""
 
     def spec(kind: str, replicas: int) -> str:
         return f"""    {kind}:
@@ -244,6 +244,8 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--span", type=float, default=3.0, help="the first kill falls in [0.3, SPAN] s")
     ap.add_argument("--deadline", type=int, default=150, help="the job's activeDeadlineSeconds")
+    ap.add_argument("--rejoin", type=float, default=0.5,
+                    help="elastic runs' rejoinTimeoutSeconds (shorter than a restart: the group runs shrunk)")
     ap.add_argument("--formation-timeout", type=int, default=30)
     ap.add_argument("--logs", type=Path, default=None, help="keep every run's log here")
     ap.add_argument("--csv", type=Path, default=None)
@@ -268,7 +270,7 @@ def main() -> int:
             rng = random.Random(args.seed * 100003 + i)
             plan = draw_plan(rng, members, args.span)
             job = Path(tmp) / f"chaos-{i}.yaml"
-            job.write_text(job_yaml(f"chaos-{i}", args.workers, args.steps, mode == "elastic",
+            job.write_text(job_yaml(f"chaos-{i}", args.workers, args.steps, mode == "elastic", args.rejoin,
                                     args.formation_timeout, args.deadline, worker))
             log = logs / f"run-{args.seed}-{i}.log"
             out = run_once(ringmaster, job, plan, args.deadline + 60, log)
