@@ -11,12 +11,14 @@ best TCP peer) and busbw.png when matplotlib is available.
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from ports import free_ports  # noqa: E402
 
 GLOO_ALGOS = ["ring", "ring_chunked", "halving_doubling", "bcube"]
 # Peers that move bytes over TCP: the bar Ringmaster is measured against.
@@ -26,18 +28,6 @@ TCP_PEERS = {"gloo/ring", "gloo/ring_chunked", "gloo/halving_doubling", "gloo/bc
 
 def log(msg):
     print(f"[bench] {msg}", file=sys.stderr, flush=True)
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def parse_lines(text):

@@ -63,7 +63,6 @@ import csv
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -71,6 +70,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parents[1] / "common"))
+from ports import free_ports  # noqa: E402
+
 N = 3
 LOCAL_BATCH = 32
 MODELS = {
@@ -521,18 +523,6 @@ def kill_children():
         except Exception:
             pass
     _children.clear()
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def start_horovod(group, args, out: Path, cmd):

@@ -15,11 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from ports import free_ports  # noqa: E402
 
 CHILD = r"""
 import json, time
@@ -36,9 +39,7 @@ print(json.dumps({"tf": t1 - t0, "ours": t2 - t1, "op": hvd.op_library_path(), "
 
 
 def sample(mode: str) -> dict:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_ports(1)[0]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
                TF_CONFIG=json.dumps({"cluster": {"worker": [f"127.0.0.1:{port}"]},
                                      "task": {"type": "worker", "index": 0}}))

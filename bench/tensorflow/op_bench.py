@@ -22,10 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-# The launcher of the all-reduce benchmark: free ports, one process per rank
-# with a deadline, rank 0's JSON lines.
+# The launcher of the all-reduce benchmark (one process per rank with a
+# deadline, rank 0's JSON lines) and the benchmarks' free ports.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "allreduce"))
-from run import free_ports, run_group  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+from ports import free_ports  # noqa: E402
+from run import run_group  # noqa: E402
 
 SHAPES = [(1024, 4096), (4096,), (4096, 4096), (4096,), (4096, 1024), (1024,), (1024, 10), (10,)]
 
