@@ -11,7 +11,7 @@ A series is one value of --group (its columns joined by "/"), or one --y
 column when several are given (or both: "group / column"). If every x value
 is a number the series are lines against x (sorted); otherwise they are
 grouped bars, the x values in the order they first appear. --facet draws one
-panel per value of that column, side by side. --where keeps the rows whose
+panel per value of that column, three to a row. --where keeps the rows whose
 column equals the value (repeatable). Empty y cells (and, with --logy,
 values <= 0) are skipped. Needs
 matplotlib (Agg backend: no display).
@@ -62,7 +62,12 @@ def plot_csv(csv_path, x, y, out, group=None, facet=None, where=None, logx=None,
 
     numeric_x = all(_number(r[x]) is not None for r in rows)
     panels = list(dict.fromkeys(r[facet] for r in rows)) if facet else [None]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.5, 6.5 * len(panels)), 4.8), squeeze=False)
+    cols = min(3, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, grid = plt.subplots(nrows, cols, figsize=(6.5 * cols, 4.8 * nrows), squeeze=False)
+    axes = [ax for line in grid for ax in line]
+    for ax in axes[len(panels):]:
+        ax.axis("off")
 
     def series_of(r, col):
         name = "/".join(r[g] for g in groups)
@@ -70,7 +75,7 @@ def plot_csv(csv_path, x, y, out, group=None, facet=None, where=None, logx=None,
             name = f"{name} / {col}" if name else col
         return name or col
 
-    for ax, panel in zip(axes[0], panels):
+    for ax, panel in zip(axes, panels):
         sel = [r for r in rows if facet is None or r[facet] == panel]
         series = {}
         for r in sel:
