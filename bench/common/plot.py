@@ -5,16 +5,16 @@ not draw its own.
     python3 bench/common/plot.py CSV --x COLUMN --y COLUMN[,COLUMN...] --out PNG
         [--group COLUMN[,COLUMN...]] [--facet COLUMN] [--where COLUMN=VALUE ...]
         [--logx [BASE]] [--logy] [--hline Y] [--labels] [--highlight PREFIX]
-        [--title TEXT] [--xlabel TEXT] [--ylabel TEXT]
+        [--series-label FORMAT] [--title TEXT] [--xlabel TEXT] [--ylabel TEXT]
 
-A series is one value of --group (its columns joined by "/"), or one --y
+A series is one value of --group (its columns joined by "/", or named by
+--series-label, a format of the row's columns: "run {run}"), or one --y
 column when several are given (or both: "group / column"). If every x value
 is a number the series are lines against x (sorted); otherwise they are
 grouped bars, the x values in the order they first appear. --facet draws one
 panel per value of that column, three to a row. --where keeps the rows whose
 column equals the value (repeatable). Empty y cells (and, with --logy,
-values <= 0) are skipped. Needs
-matplotlib (Agg backend: no display).
+values <= 0) are skipped. Needs matplotlib (Agg backend: no display).
 
 From Python: plot_csv(csv_path, x, y, out, group=None, facet=None, ...).
 """
@@ -42,7 +42,8 @@ def _columns(value):
 
 
 def plot_csv(csv_path, x, y, out, group=None, facet=None, where=None, logx=None, logy=False,
-             hline=None, labels=False, highlight=None, title=None, xlabel=None, ylabel=None):
+             hline=None, labels=False, highlight=None, title=None, xlabel=None, ylabel=None,
+             series_label=None):
     """Draws CSV's column(s) y against column x into the PNG out; returns out."""
     import matplotlib
     matplotlib.use("Agg")
@@ -70,7 +71,7 @@ def plot_csv(csv_path, x, y, out, group=None, facet=None, where=None, logx=None,
         ax.axis("off")
 
     def series_of(r, col):
-        name = "/".join(r[g] for g in groups)
+        name = series_label.format(**r) if series_label else "/".join(r[g] for g in groups)
         if len(ys) > 1:
             name = f"{name} / {col}" if name else col
         return name or col
@@ -110,15 +111,14 @@ def plot_csv(csv_path, x, y, out, group=None, facet=None, where=None, logx=None,
             ax.set_yscale("log")
         if hline is not None:
             ax.axhline(hline, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xlabel(xlabel or x)
-        ax.set_ylabel(ylabel or (ys[0] if len(ys) == 1 else ""))
-        heading = title or ""
-        if facet:
-            heading = f"{heading}, {facet} = {panel}" if heading else f"{facet} = {panel}"
-        ax.set_title(heading, fontsize=10)
+        ax.set_xlabel(x if xlabel is None else xlabel)
+        ax.set_ylabel(ylabel if ylabel is not None else (ys[0] if len(ys) == 1 else ""))
+        ax.set_title(f"{facet} = {panel}" if facet else (title or ""), fontsize=10)
         ax.grid(True, which="both" if numeric_x else "major", axis="both" if numeric_x else "y", alpha=0.3)
         if len(series) > 1 or groups:
             ax.legend(fontsize=7)
+    if facet and title:
+        fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -141,13 +141,14 @@ def main(argv=None):
     p.add_argument("--hline", type=float, help="a dashed line at this y (e.g. 1 for ratios)")
     p.add_argument("--labels", action="store_true", help="write each bar's value on it")
     p.add_argument("--highlight", help="draw the series whose name starts with this thicker")
+    p.add_argument("--series-label", help="a series' name from its row, e.g. 'run {run}' (default: the group's values)")
     p.add_argument("--title")
     p.add_argument("--xlabel")
     p.add_argument("--ylabel")
     a = p.parse_args(argv)
     out = plot_csv(a.csv, a.x, a.y, a.out, group=a.group, facet=a.facet, where=a.where, logx=a.logx,
                    logy=a.logy, hline=a.hline, labels=a.labels, highlight=a.highlight, title=a.title,
-                   xlabel=a.xlabel, ylabel=a.ylabel)
+                   xlabel=a.xlabel, ylabel=a.ylabel, series_label=a.series_label)
     print(f"plot: wrote {out}", file=sys.stderr)
     return 0
 
