@@ -1,6 +1,6 @@
 // rm-bench-gpu: the GPU backend against the hardware it runs on, each
 // number next to the bound it should be compared with, measured in the same
-// run (docs/gpu.md, docs/benchmarks.md):
+// run (docs/gpu.md, docs/benchmarks/gpu.md):
 //   1. device packing throughput (the agent's pack layout, copies on one
 //      stream) vs the device's own copy bandwidth (one large D2D copy);
 //   2. NCCL one-rank all-reduce latency through the agent vs a bare

@@ -46,7 +46,7 @@
 #        RINGMASTER_QPS, RINGMASTER_BURST, RINGMASTER_WORKERS: passed to the
 #                         operator (its defaults otherwise); kubeflow-qps
 #                         uses the same QPS and burst
-#   Everything of docs/benchmarks.md, "Operator at scale", in one command
+#   Everything of docs/benchmarks/operator.md in one command
 #   (the operator's defaults; roughly 2 hours on 2 cores, most of it Kubeflow
 #   at its defaults at 10,000 pods, ~10 pods/s, and the garbage collector's
 #   deletions; MEASURE_DELETE="" leaves those out):

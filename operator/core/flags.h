@@ -19,8 +19,8 @@ namespace ringmaster::op {
 struct OperatorFlags {
   std::string kubeconfig, context, cluster_domain;
   std::vector<std::string> namespaces;  // empty: all
-  // Measured on a 2-core API server (docs/benchmarks.md, "Operator at
-  // scale"): below 500 QPS creation is bound by the limiter, below 8 workers
+  // Measured on a 2-core API server (docs/benchmarks/operator.md, "Client QPS
+  // and workers"): below 500 QPS creation is bound by the limiter, below 8 workers
   // by the reconciles in flight. The API server's priority and fairness
   // (on since Kubernetes 1.20) is what protects it; this limiter only keeps
   // a runaway loop from flooding it.

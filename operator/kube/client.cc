@@ -213,7 +213,7 @@ std::vector<HttpResponse> KubeClient::RequestAll(const std::vector<Call>& calls)
   // At most kWindow in flight: each one holds a pooled TLS connection (about
   // 60 KiB of RSS each, measured). 10 covers a job of 10 replicas at once;
   // with 8 workers, 80 requests in flight keep a 2-core API server busy
-  // (3 in flight was the bound; docs/benchmarks.md, "Operator at scale").
+  // (3 in flight was the bound; docs/benchmarks/operator.md, "How we got here").
   constexpr size_t kWindow = 10;
   std::vector<pplx::task<std::pair<int, std::string>>> tasks;
   tasks.reserve(calls.size());

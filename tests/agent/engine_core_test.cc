@@ -230,7 +230,7 @@ TEST(Algorithms, FallbackThresholdsNeverFoldBeyondSmallSizes) {
   EXPECT_EQ(ChooseByModel(LinkModel{}, 1 << 20, 3), Algorithm::kRing);  // no model: the fallback
 }
 
-// Figures of the same order as the probe measured (docs/benchmarks.md):
+// Figures of the same order as the probe measured (docs/benchmarks/network.md):
 // 1 Gbit/s veths shaped by tbf, and 127.0.0.1 on a 2-vCPU machine.
 LinkModel GigabitLink() {
   return {35e-6, 8.37e-9, 0.3e-9};

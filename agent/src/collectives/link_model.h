@@ -1,8 +1,8 @@
 // What a formation learns of its links, and AUTO's choice of algorithm from
 // it. Byte thresholds tuned on loopback are wrong on real links (a 1 Gbit/s
 // link makes the bytes dominate from a few KiB on, where 127.0.0.1 stays
-// latency-bound up to hundreds of KiB; docs/benchmarks.md, "All-reduce
-// across emulated hosts"), so every formation measures its links once
+// latency-bound up to hundreds of KiB; docs/benchmarks/network.md,
+// "All-reduce across emulated hosts"), so every formation measures its links once
 // (ProbeLinks) and AUTO picks the algorithm with the least modelled time.
 // All members agree on one model (the slowest link's figures), so they all
 // pick the same algorithm for the same call.

@@ -3,7 +3,7 @@
 // where. Entry k holds collective #seq with seq % K == k: sequence numbers are
 // dense, so finding a collective is one index, and the oldest entry is the
 // one overwritten. One spin lock, held for a few stores per collective and
-// almost never contended (the cost is measured in docs/benchmarks.md).
+// almost never contended (the cost is measured in docs/benchmarks/allreduce.md).
 #pragma once
 
 #include <atomic>

@@ -116,7 +116,7 @@ Status TcpTransport::Progress(bool* moved) {
       // ACKs on a connection it thinks is request-response (ours, after the
       // small messages), and a sender limited by its window then waits for
       // the delayed ACK or a tail loss probe: 10-20 ms stalls at 64 KiB on
-      // 1 Gbit/s links (docs/benchmarks.md). Linux clears the flag again,
+      // 1 Gbit/s links (docs/benchmarks/network.md). Linux clears the flag again,
       // so it is set after each read.
       if (r.bytes >= kQuickAckBytes && r.done < kHdr + r.bytes) {
         int one = 1;

@@ -22,7 +22,7 @@ namespace ringmaster::internal {
 
 inline constexpr uint32_t kDataMagic = 0x31444d52;  // "RMD1"
 // How long a wait keeps polling without sleeping (yielding the CPU between
-// tries) after the last byte moved; measured in docs/benchmarks.md.
+// tries) after the last byte moved; measured in docs/benchmarks/allreduce.md.
 inline constexpr std::chrono::microseconds kSpinBeforePoll{250};
 // Messages from this size on are acknowledged without delay (TCP_QUICKACK)
 // while they stream in.
