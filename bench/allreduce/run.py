@@ -225,7 +225,7 @@ def tables(rows, limits):
 
 
 def targets(sel, n, sizes, ratios, c):
-    """The issue's performance targets for one group size, as a list."""
+    """The performance targets for one group size, as a list."""
     def verdict(ok):
         return "**holds**" if ok else "**not met**"
     lines = [f"Targets, N = {n}:"]

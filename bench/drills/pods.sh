@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# SIGKILL drills in real pods, without and with recovery in place (issue 26,
-# item 7):
+# SIGKILL drills in real pods, without and with recovery in place:
 # N times, a job of a chief and two workers (ringmaster-worker, ResNet-50's
 # gradients, 60 steps) on the testbed's real node; once the chief has done
 # step 3, worker 1's process is killed with SIGKILL from the host (its

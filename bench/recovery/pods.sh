@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Recovery in place against a whole-job restart from a checkpoint, in real
-# pods (issue 26, item 8): the Keras job of tests/python/tf/elastic_worker.py
+# pods: the Keras job of tests/python/tf/elastic_worker.py
 # (from a ConfigMap, in the keras-example image; a chief and two workers on
 # the testbed's real node, 4 epochs of 6 steps, each step followed by a
 # 0.3 s sleep so that the kill lands near its mark), worker 1's process

@@ -723,7 +723,7 @@ def launcher_main(args):
         summary.append([name, "ringmaster", *(ra[:3] if ra else ["", "", ""]), "", ""])
         summary.append([name, "mwms", *(rb[:3] if rb else ["", "", ""]), ratio(rb, ra), f">= {goal:.0f}x"])
     # ringmaster.tensorflow.MultiWorkerMirroredStrategy: the same code as MWMS's
-    # rows, only the constructor differs (issue 28's goals: >= 2x TensorFlow's
+    # rows, only the constructor differs (its goals: >= 2x TensorFlow's
     # strategy, within 1.1x of the same step with DistributedGradientTape).
     lines += ["", "MultiWorkerMirroredStrategy's code unchanged but for its constructor "
               "(`ringmaster.tensorflow.MultiWorkerMirroredStrategy`): against TensorFlow's strategy (ratio = "
