@@ -1,9 +1,10 @@
 // Time for the engine: the steady clock, deadlines (NoDeadline: none), the
-// poll() timeout until one, and EngineClock, the engine's "now" that tests
-// replace with a fake one.
+// poll() timeout until one, EngineClock, the engine's "now" that tests
+// replace with a fake one, and how a message writes a duration.
 #pragma once
 
 #include <chrono>
+#include <string>
 
 namespace ringmaster::internal {
 
@@ -24,5 +25,8 @@ class EngineClock {
   virtual Clock::time_point Now() const = 0;
   static const EngineClock& Steady();
 };
+
+// "200 ms", "5 s", "1.5 s", "2 min 30 s".
+std::string FormatSeconds(double seconds);
 
 }  // namespace ringmaster::internal

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/executor.h"
+#include "group/executor.h"
 #include "ringmaster/communicator.h"
 #include "transport/auth.h"
 

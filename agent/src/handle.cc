@@ -1,5 +1,5 @@
 // CollectiveHandle: waiting for a call, or being called back when it ends.
-#include "collectives/executor.h"
+#include "group/executor.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster {

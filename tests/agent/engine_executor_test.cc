@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "collectives/collectives.h"
-#include "collectives/executor.h"
+#include "group/executor.h"
 #include "local_transport.h"
 
 namespace ringmaster::internal {

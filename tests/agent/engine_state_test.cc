@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "clock.h"
 #include "group/failure_messages.h"
 #include "group/flight_recorder_ring.h"
 

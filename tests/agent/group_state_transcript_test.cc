@@ -22,9 +22,9 @@
 #include <memory>
 #include <optional>
 
-#include "group/failure_messages.h"
 #include "group/group_state.h"
 #include "transcript_util.h"
+#include "transport/peer_loss.h"
 
 namespace ringmaster::internal {
 namespace {

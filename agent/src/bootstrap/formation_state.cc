@@ -1,7 +1,7 @@
 #include "bootstrap/formation_state.h"
 
 #include "bootstrap/join_checks.h"
-#include "group/failure_messages.h"
+#include "clock.h"
 
 namespace ringmaster::internal {
 

@@ -11,7 +11,7 @@
 #include "agent_log.h"
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
-#include "group/failure_messages.h"
+#include "clock.h"
 #include "transport/fd_budget.h"
 #include "transport/handshake.h"
 #include "transport/net.h"

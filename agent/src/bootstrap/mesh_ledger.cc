@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "group/failure_messages.h"
+#include "clock.h"
 
 namespace ringmaster::internal {
 

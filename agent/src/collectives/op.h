@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "group/flight_recorder_ring.h"
+#include "collectives/op_info.h"
 #include "transport/transport.h"
 
 namespace ringmaster::internal {

@@ -1,4 +1,4 @@
-#include "collectives/executor.h"
+#include "group/executor.h"
 
 #include "group/failure_messages.h"
 

@@ -5,40 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "clock.h"
+
 namespace ringmaster::internal {
-
-std::string FormatSeconds(double s) {
-  char buf[64];
-  if (!(s >= 0) || std::isinf(s)) return "forever";
-  if (s < 1) {
-    std::snprintf(buf, sizeof buf, "%.0f ms", s * 1000);
-  } else if (s < 120) {
-    std::snprintf(buf, sizeof buf, "%.3g s", s);
-  } else {
-    const long total = std::lround(s);
-    if (total % 60)
-      std::snprintf(buf, sizeof buf, "%ld min %ld s", total / 60, total % 60);
-    else
-      std::snprintf(buf, sizeof buf, "%ld min", total / 60);
-  }
-  return buf;
-}
-
-std::string HowNoHeartbeat(double seconds) {
-  return "no heartbeat for " + FormatSeconds(seconds);
-}
-
-std::string HowFromErrno(int err) {
-  if (err == 0) return kHowClosed;
-  if (err == ECONNRESET || err == EPIPE) return kHowReset;
-  std::string text = std::strerror(err);
-  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  return "its connection failed: " + text;
-}
-
-Status UnreachableError(const std::string& task, const std::string& observer, const std::string& how) {
-  return UnavailableError(task + " is unreachable from " + observer + ": " + how);
-}
 
 std::string DescribeCollective(uint64_t seq, const OpInfo& info) {
   std::string s = std::string(OpKindName(info.kind)) + " collective #" + std::to_string(seq);

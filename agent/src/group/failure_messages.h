@@ -1,7 +1,8 @@
-// How the agent words a failure: one wording per cause, durations in plain
-// units, and the culprit named (docs/agent.md, "Messages"). Pure functions:
-// the diagnosis gathers ProgressReports, these turn them into the message
-// every caller on every member gets.
+// How the agent words a collective's failure: one wording per cause, and
+// the culprit named (docs/agent.md, "Messages"). Pure functions: the
+// diagnosis gathers ProgressReports, these turn them into the message every
+// caller on every member gets. How a lost member is worded is the
+// transport's (transport/peer_loss.h), durations the clock's (clock.h).
 #pragma once
 
 #include <string>
@@ -9,22 +10,9 @@
 
 #include "group/flight_recorder_ring.h"
 #include "ringmaster/status.h"
+#include "transport/peer_loss.h"
 
 namespace ringmaster::internal {
-
-// "200 ms", "5 s", "1.5 s", "2 min 30 s".
-std::string FormatSeconds(double seconds);
-
-// How a member was found dead or unreachable.
-inline constexpr char kHowClosed[] = "its connection closed (the process exited or was killed)";
-inline constexpr char kHowReset[] = "its connection was reset (the process or its host died)";
-std::string HowNoHeartbeat(double seconds);  // "no heartbeat for 15 s"
-// kHowReset for ECONNRESET/EPIPE, kHowClosed for 0 (EOF), else the error text.
-std::string HowFromErrno(int err);
-// Unavailable "<task> is unreachable from <observer>: <how>". Every member
-// reports the first cause in its words, the unreachable one too (when it is
-// alive, its peers could not hear it): the observer says who could not.
-Status UnreachableError(const std::string& task, const std::string& observer, const std::string& how);
 
 // "all-reduce collective #3 (pack 0 of 1)".
 std::string DescribeCollective(uint64_t seq, const OpInfo& info);

@@ -14,33 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/op_info.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::internal {
-
-// Values travel in progress reports (group.cc): append only.
-enum class OpKind : uint8_t {
-  kAllReduce,
-  kBroadcast,
-  kAllGather,
-  kBarrier,
-  kGpuAllReduce,
-  kAllToAll,
-  kReduceScatter
-};
-inline constexpr OpKind kLastOpKind = OpKind::kReduceScatter;
-const char* OpKindName(OpKind k);  // "all-reduce", ...
-
-// What a collective is, known when it is built (the same on every member
-// that runs the same program).
-struct OpInfo {
-  OpKind kind = OpKind::kAllReduce;
-  int32_t pack = 0, packs = 1;
-  DataType dtype = DataType::kFloat32;
-  uint64_t bytes = 0;
-  const char* algorithm = "";  // static string: "ring", "recursive_doubling", ...
-  double timeout_s = 0;        // 0: none
-};
 
 // Where a member stands with one collective.
 enum class Progress : uint8_t { kUnknown, kNeverEntered, kQueued, kRunning, kFinished, kFailed };

@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "agent_log.h"
-#include "group/failure_messages.h"
 #include "group/terminate.h"
 #include "transport/net.h"
+#include "transport/peer_loss.h"
 #include "transport/wire.h"
 
 namespace ringmaster::internal {

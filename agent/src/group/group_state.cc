@@ -1,6 +1,6 @@
 #include "group/group_state.h"
 
-#include "group/failure_messages.h"
+#include "transport/peer_loss.h"
 
 namespace ringmaster::internal {
 

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "group/failure_messages.h"
 #include "transport/net.h"
+#include "transport/peer_loss.h"
 
 namespace ringmaster::internal {
 

@@ -1,0 +1,36 @@
+// What a collective is, known when it is built: its kind and its shape.
+// Below the flight recorder (group/), which records it, and the ops
+// (op.h), which carry it.
+#pragma once
+
+#include <cstdint>
+
+#include "ringmaster/communicator.h"
+
+namespace ringmaster::internal {
+
+// Values travel in progress reports (group.cc): append only.
+enum class OpKind : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kAllGather,
+  kBarrier,
+  kGpuAllReduce,
+  kAllToAll,
+  kReduceScatter
+};
+inline constexpr OpKind kLastOpKind = OpKind::kReduceScatter;
+const char* OpKindName(OpKind k);  // "all-reduce", ...
+
+// What a collective is, known when it is built (the same on every member
+// that runs the same program).
+struct OpInfo {
+  OpKind kind = OpKind::kAllReduce;
+  int32_t pack = 0, packs = 1;
+  DataType dtype = DataType::kFloat32;
+  uint64_t bytes = 0;
+  const char* algorithm = "";  // static string: "ring", "recursive_doubling", ...
+  double timeout_s = 0;        // 0: none
+};
+
+}  // namespace ringmaster::internal

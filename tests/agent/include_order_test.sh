@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The agent's floors (docs/agent.md, "Layout"): an include may only reach
+# down. Lists every include in agent/src (or the tree given) that runs
+# against the order and fails if there is one.
+#
+#   0  clock.h, agent_log.h (the top level's shared headers), ringmaster/ (public)
+#   1  transport/
+#   2  bootstrap/, collectives/ (neither includes the other)
+#   3  group/
+#   4  gpu/
+#   5  the rest of the top level: the communicator and the facades
+#
+# A file may include its own folder, and any floor below its own.
+set -euo pipefail
+
+src=${1:-$(cd "$(dirname "$0")/../../agent/src" && pwd)}
+[[ -d $src ]] || { echo "include_order_test: no directory $src" >&2; exit 2; }
+
+floor_of_folder() {
+  case $1 in
+    transport) echo 1 ;;
+    bootstrap | collectives) echo 2 ;;
+    group) echo 3 ;;
+    gpu) echo 4 ;;
+    *) echo -1 ;;  # a folder the order does not know
+  esac
+}
+
+floor_of_top() {  # a file or header at the top level
+  case $1 in
+    clock.h | clock.cc | agent_log.h | agent_log.cc) echo 0 ;;
+    *) echo 5 ;;
+  esac
+}
+
+violations=0 files=0
+while IFS= read -r -d '' path; do
+  rel=${path#"$src"/}
+  files=$((files + 1))
+  if [[ $rel == */* ]]; then
+    own=${rel%%/*}
+    floor=$(floor_of_folder "$own")
+    if ((floor < 0)); then
+      echo "$rel: folder $own/ has no floor (add it to docs/agent.md's Layout and to this script)"
+      violations=$((violations + 1))
+      continue
+    fi
+  else
+    own=""
+    floor=$(floor_of_top "$rel")
+  fi
+  while IFS=: read -r line inc; do
+    [[ $inc == ringmaster/* ]] && continue  # public headers and the generated protos: floor 0
+    if [[ $inc == */* ]]; then
+      folder=${inc%%/*}
+      [[ $folder == "$own" ]] && continue
+      target=$(floor_of_folder "$folder")
+      what="$folder/"
+    else
+      target=$(floor_of_top "$inc")
+      what="the top level's $inc"
+      # The top level is one folder per floor: its files include each other.
+      [[ -z $own ]] && ((target == floor)) && continue
+    fi
+    if ((target < 0 || target >= floor)); then
+      echo "$rel:$line: includes \"$inc\": $what is not below ${own:-$rel} (floor $floor)"
+      violations=$((violations + 1))
+    fi
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$path" |
+    sed -E 's/^([0-9]+):[^"]*"([^"]*)".*/\1:\2/')
+done < <(find "$src" -type f \( -name '*.h' -o -name '*.cc' \) -print0 | sort -z)
+
+if ((files == 0)); then
+  echo "include_order_test: no source under $src" >&2
+  exit 2
+fi
+if ((violations > 0)); then
+  echo "include_order_test: $violations include(s) against the order in $files files" >&2
+  exit 1
+fi
+echo "include_order_test: $files files, every include reaches down"
