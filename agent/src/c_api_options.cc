@@ -89,6 +89,15 @@ const char* rm_implementation_name(int value) {
 const char* rm_algorithm_name(int value) {
   return NameOrNull(ringmaster::AlgorithmTable(), value);
 }
+const char* rm_collective_name(int value) {
+  return NameOrNull(ringmaster::CollectiveTable(), value);
+}
+const char* rm_horovod_reduce_op_name(int value) {
+  return NameOrNull(ringmaster::HorovodReduceOpTable(), value);
+}
+int rm_horovod_reduce_op_engine(int value) {
+  return ringmaster::HorovodToEngineReduceOp(value);
+}
 int rm_parse_dtype(const char* text, const char* field, int* out) {
   return ParseInto(ringmaster::DTypeTable(), text, field, out);
 }

@@ -87,8 +87,8 @@ Status Communicator::Barrier(const CommunicationOptions& options) {
 Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape,
                             std::optional<int> axis, const Tensor& output,
                             const CommunicationOptions& options) {
-  if (!internal::ValidOp(op)) return InvalidArgumentError("op: unknown reduce operation");
-  if (!internal::ValidDType(value.dtype)) return InvalidArgumentError("value.dtype: unknown data type");
+  RM_RETURN_IF_ERROR(internal::CheckOp(op));
+  RM_RETURN_IF_ERROR(internal::CheckDType(value.dtype, "value.dtype"));
   RM_RETURN_IF_ERROR(internal::CheckReducible("reduce", {&value, 1}));
   if (output.dtype != value.dtype) return InvalidArgumentError("output.dtype must equal value.dtype");
   int64_t elems = 1;

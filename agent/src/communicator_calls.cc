@@ -21,7 +21,7 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     std::string where = "tensors[" + std::to_string(i) + "]";
-    if (!ValidDType(t.dtype)) return InvalidArgumentError(where + ".dtype: unknown data type");
+    RM_RETURN_IF_ERROR(CheckDType(t.dtype, where + ".dtype"));
     if (t.count < 0) return InvalidArgumentError(where + ".count must be >= 0");
     if (t.count > 0 && !t.data) return InvalidArgumentError(where + ".data is null");
     if (t.memory != MemoryKind::kHost && t.memory != MemoryKind::kDevice) {
@@ -90,7 +90,7 @@ CollectiveHandle CommunicatorImpl::Submit(const std::shared_ptr<Executor>& ex, s
 
 CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op,
                                                   const CommunicationOptions& o, bool sync) {
-  if (!ValidOp(op)) return Executor::Failed(InvalidArgumentError("op: unknown reduce operation"));
+  if (Status st = CheckOp(op); !st.ok()) return Executor::Failed(st);
   bool device = false;
   auto merged = Resolve(o, tensors, &device);
   if (!merged.ok()) return Executor::Failed(merged.status());

@@ -1,28 +1,13 @@
 // The public enums' sizes and names.
+#include "collectives/dtype_visit.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/enum_names.h"
 
 namespace ringmaster {
 
 size_t DataTypeSize(DataType dtype) {
-  switch (dtype) {
-    case DataType::kUInt8:
-    case DataType::kInt8:
-    case DataType::kBool:
-      return 1;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kUInt16:
-    case DataType::kInt16:
-      return 2;
-    case DataType::kFloat32:
-    case DataType::kInt32:
-      return 4;
-    case DataType::kFloat64:
-    case DataType::kInt64:
-      return 8;
-  }
-  return 0;
+  return internal::VisitDType(
+      dtype, [](auto tag) { return sizeof(typename decltype(tag)::Elem); }, [] { return size_t{0}; });
 }
 
 std::string_view DataTypeName(DataType dtype) {

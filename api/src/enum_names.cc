@@ -14,6 +14,7 @@ enum : int { RM_DTYPE_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_REDUCE_OP_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_IMPLEMENTATION_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_ALGORITHM_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_COLLECTIVE_TABLE(RM_ENUM_C_ENUMERATOR) };
 
 // An alias table may be empty; a zero-length array is not C++.
 constexpr EnumEntry kDTypes[] = {RM_DTYPE_TABLE(RM_ENUM_ENTRY)};
@@ -24,6 +25,12 @@ constexpr EnumEntry kImplementations[] = {RM_IMPLEMENTATION_TABLE(RM_ENUM_ENTRY)
 constexpr EnumEntry kImplementationAliases[] = {RM_IMPLEMENTATION_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
 constexpr EnumEntry kAlgorithms[] = {RM_ALGORITHM_TABLE(RM_ENUM_ENTRY)};
 constexpr EnumEntry kAlgorithmAliases[] = {RM_ALGORITHM_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kCollectives[] = {RM_COLLECTIVE_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kCollectiveAliases[] = {RM_COLLECTIVE_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+#define RM_HOROVOD_ENTRY(name, value, engine) EnumEntry{value, name},
+constexpr EnumEntry kHorovodReduceOps[] = {RM_HOROVOD_REDUCE_OP_TABLE(RM_HOROVOD_ENTRY)};
+#define RM_HOROVOD_ENGINE(name, value, engine) std::string_view(engine),
+constexpr std::string_view kHorovodEngineOps[] = {RM_HOROVOD_REDUCE_OP_TABLE(RM_HOROVOD_ENGINE)};
 
 // The tables must be numbered 0..n-1 in order (EnumTable::NameOf indexes).
 constexpr bool Dense(std::span<const EnumEntry> t) {
@@ -32,7 +39,8 @@ constexpr bool Dense(std::span<const EnumEntry> t) {
   }
   return true;
 }
-static_assert(Dense(kDTypes) && Dense(kReduceOps) && Dense(kImplementations) && Dense(kAlgorithms),
+static_assert(Dense(kDTypes) && Dense(kReduceOps) && Dense(kImplementations) && Dense(kAlgorithms) &&
+                  Dense(kCollectives) && Dense(kHorovodReduceOps),
               "enums.h: a table's values must be 0, 1, 2, ... in order");
 
 template <size_t N>
@@ -90,6 +98,23 @@ const EnumTable& ImplementationTable() {
 const EnumTable& AlgorithmTable() {
   static const EnumTable t{"algorithm", kAlgorithms, Aliases(kAlgorithmAliases)};
   return t;
+}
+
+const EnumTable& CollectiveTable() {
+  static const EnumTable t{"collective", kCollectives, Aliases(kCollectiveAliases)};
+  return t;
+}
+const EnumTable& HorovodReduceOpTable() {
+  static const EnumTable t{"Horovod reduce op", kHorovodReduceOps, {}};
+  return t;
+}
+
+int HorovodToEngineReduceOp(int horovod) {
+  if (!HorovodReduceOpTable().Contains(horovod)) return -1;
+  const std::string_view engine = kHorovodEngineOps[horovod];
+  if (engine.empty()) return -1;
+  auto op = ReduceOpTable().Parse(engine, "enums.h");
+  return op.ok() ? *op : -1;
 }
 
 }  // namespace ringmaster

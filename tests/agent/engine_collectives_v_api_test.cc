@@ -126,7 +126,7 @@ TEST(VarCollectives, ArgumentChecksNameTheArgument) {
                 "output.count must be counts[rank] = 4, got 3");
   ExpectInvalid(c.ReduceScatter(in4, four, Tensor{a + 2, 4, DataType::kInt32}, ReduceOp::kSum),
                 "output must not overlap input");
-  ExpectInvalid(c.ReduceScatter(in4, four, out4, static_cast<ReduceOp>(9)), "op: unknown reduce operation");
+  ExpectInvalid(c.ReduceScatter(in4, four, out4, static_cast<ReduceOp>(9)), "op: not a valid reduce op: 9");
   Tensor dev = out4;
   dev.memory = MemoryKind::kDevice;
   ExpectInvalid(c.AllToAll(in4, four, dev, four), "all-to-all: host memory only");

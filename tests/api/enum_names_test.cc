@@ -21,7 +21,8 @@ std::string Upper(std::string_view s) {
 }
 
 TEST(EnumNames, EveryNameParsesBackInAnyCase) {
-  for (const EnumTable* t : {&DTypeTable(), &ReduceOpTable(), &ImplementationTable(), &AlgorithmTable()}) {
+  for (const EnumTable* t : {&DTypeTable(), &ReduceOpTable(), &ImplementationTable(), &AlgorithmTable(),
+                             &CollectiveTable(), &HorovodReduceOpTable()}) {
     ASSERT_FALSE(t->values.empty()) << t->what;
     for (size_t i = 0; i < t->values.size(); ++i) {
       const auto& e = t->values[i];
@@ -66,6 +67,26 @@ TEST(EnumNames, ABadNameOrNumberNamesTheFieldAndTheValidNames) {
   EXPECT_TRUE(ImplementationTable().CheckValue(2, "f").ok());
   EXPECT_FALSE(DTypeTable().Parse("", "dtype").ok());
   EXPECT_FALSE(DTypeTable().Parse("float", "dtype").ok());  // no aliases for dtypes: NumPy's names only
+}
+
+// Horovod's numbers are Horovod's (its users pass them as integers), and
+// each maps to the engine's op of the same meaning; Adasum to none.
+TEST(EnumNames, HorovodsReduceOpsKeepHorovodsNumbersAndMapToTheEnginesOps) {
+  const auto& t = HorovodReduceOpTable();
+  EXPECT_EQ(t.NameOf(0), "Average");
+  EXPECT_EQ(t.NameOf(1), "Sum");
+  EXPECT_EQ(t.NameOf(2), "Adasum");
+  EXPECT_EQ(t.NameOf(3), "Min");
+  EXPECT_EQ(t.NameOf(4), "Max");
+  EXPECT_EQ(t.NameOf(5), "Product");
+  EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(0)), "mean");
+  EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(1)), "sum");
+  EXPECT_EQ(HorovodToEngineReduceOp(2), -1);
+  EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(3)), "min");
+  EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(4)), "max");
+  EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(5)), "product");
+  EXPECT_EQ(HorovodToEngineReduceOp(6), -1);
+  EXPECT_EQ(HorovodToEngineReduceOp(-1), -1);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ typedef enum { RM_DTYPE_TABLE(RM_ENUM_C_ENUMERATOR) } rm_dtype;
 typedef enum { RM_REDUCE_OP_TABLE(RM_ENUM_C_ENUMERATOR) } rm_reduce_op;
 typedef enum { RM_IMPLEMENTATION_TABLE(RM_ENUM_C_ENUMERATOR) } rm_implementation;
 typedef enum { RM_ALGORITHM_TABLE(RM_ENUM_C_ENUMERATOR) } rm_algorithm;
+typedef enum { RM_COLLECTIVE_TABLE(RM_ENUM_C_ENUMERATOR) } rm_collective;
 
 /* Names, for messages and bindings: "float32", "sum", "AUTO", "ring"; NULL
  * for a value out of range. */
@@ -40,6 +41,8 @@ const char* rm_dtype_name(int value);
 const char* rm_reduce_op_name(int value);
 const char* rm_implementation_name(int value);
 const char* rm_algorithm_name(int value);
+const char* rm_collective_name(int value);
+const char* rm_horovod_reduce_op_name(int value); /* Horovod's numbering: "Average" is 0 */
 /* Case-insensitive, and the aliases of enums.h ("prod", "rd"). RM_OK and
  * the value in *out, or RM_INVALID_ARGUMENT with rm_last_error() naming
  * `field` (may be NULL) and listing the valid names. Bindings read the
@@ -48,6 +51,10 @@ int rm_parse_dtype(const char* text, const char* field, int* out);
 int rm_parse_reduce_op(const char* text, const char* field, int* out);
 int rm_parse_implementation(const char* text, const char* field, int* out);
 int rm_parse_algorithm(const char* text, const char* field, int* out);
+/* The engine's rm_reduce_op for Horovod's reduce op `value` (enums.h), or
+ * -1 for one the engine has not (Adasum) or a number that is none of
+ * Horovod's (rm_horovod_reduce_op_name tells the two apart). */
+int rm_horovod_reduce_op_engine(int value);
 
 typedef struct {
   void* data;

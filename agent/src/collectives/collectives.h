@@ -16,11 +16,13 @@
 
 namespace ringmaster::internal {
 
-inline bool ValidDType(DataType d) {
-  return DTypeTable().Contains(static_cast<int>(d));
+// A dtype or reduce op that came in as a number (the C API, a binding):
+// InvalidArgument "FIELD: not a valid dtype: 12 (expected 0..10: ...)".
+inline Status CheckDType(DataType d, std::string_view field) {
+  return DTypeTable().CheckValue(static_cast<int>(d), field);
 }
-inline bool ValidOp(ReduceOp o) {
-  return ReduceOpTable().Contains(static_cast<int>(o));
+inline Status CheckOp(ReduceOp o, std::string_view field = "op") {
+  return ReduceOpTable().CheckValue(static_cast<int>(o), field);
 }
 
 // The one pack all-reduce, shared by the CPU path and the GPU backend's

@@ -35,7 +35,7 @@ Status CheckCounts(const char* name, std::span<const int64_t> counts, int size, 
 }
 
 Status CheckTensor(const char* name, const Tensor& t) {
-  if (!ValidDType(t.dtype)) return InvalidArgumentError(std::string(name) + ".dtype: unknown data type");
+  RM_RETURN_IF_ERROR(CheckDType(t.dtype, std::string(name) + ".dtype"));
   if (t.count < 0) return InvalidArgumentError(std::string(name) + ".count must be >= 0");
   if (t.count > 0 && !t.data) return InvalidArgumentError(std::string(name) + ".data is null");
   if (t.source) {
@@ -102,7 +102,7 @@ Status ValidateAllToAll(const Tensor& in, std::span<const int64_t> send_counts, 
 
 Status ValidateReduceScatter(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
                              ReduceOp op, int rank, int size) {
-  if (!ValidOp(op)) return InvalidArgumentError("op: unknown reduce operation");
+  RM_RETURN_IF_ERROR(CheckOp(op));
   RM_RETURN_IF_ERROR(CheckPair(in, out));
   RM_RETURN_IF_ERROR(CheckReducible("reduce-scatter", {&in, 1}));
   int64_t total = 0;

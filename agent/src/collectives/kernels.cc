@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "collectives/dtype_visit.h"
 #include "collectives/half.h"
 
 namespace ringmaster::internal {
@@ -103,30 +104,22 @@ RM_INLINE void LoopBf16(uint16_t* __restrict a, const uint16_t* __restrict b, si
 
 template <typename Op>
 RM_INLINE void Dispatch(DataType dtype, void* inout, const void* in, size_t n) {
-  switch (dtype) {
-    case DataType::kFloat16:
-      return LoopHalf<Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
-    case DataType::kBFloat16:
-      return LoopBf16<Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
-    case DataType::kFloat32:
-      return Loop<float, Op>(static_cast<float*>(inout), static_cast<const float*>(in), n);
-    case DataType::kFloat64:
-      return Loop<double, Op>(static_cast<double*>(inout), static_cast<const double*>(in), n);
-    case DataType::kInt32:
-      return Loop<int32_t, Op>(static_cast<int32_t*>(inout), static_cast<const int32_t*>(in), n);
-    case DataType::kInt64:
-      return Loop<int64_t, Op>(static_cast<int64_t*>(inout), static_cast<const int64_t*>(in), n);
-    case DataType::kUInt8:
-      return Loop<uint8_t, Op>(static_cast<uint8_t*>(inout), static_cast<const uint8_t*>(in), n);
-    case DataType::kInt8:
-      return Loop<int8_t, Op>(static_cast<int8_t*>(inout), static_cast<const int8_t*>(in), n);
-    case DataType::kUInt16:
-      return Loop<uint16_t, Op>(static_cast<uint16_t*>(inout), static_cast<const uint16_t*>(in), n);
-    case DataType::kInt16:
-      return Loop<int16_t, Op>(static_cast<int16_t*>(inout), static_cast<const int16_t*>(in), n);
-    case DataType::kBool:
-      return;  // never reduced: every caller refuses bool first (InvalidArgument)
-  }
+  VisitDType(
+      dtype,
+      [&](auto tag) RM_VISIT {
+        using Tag = decltype(tag);
+        using T = typename Tag::Elem;
+        auto* a = static_cast<T*>(inout);
+        const auto* b = static_cast<const T*>(in);
+        if constexpr (Tag::kDType == DataType::kFloat16) {
+          LoopHalf<Op>(a, b, n);
+        } else if constexpr (Tag::kDType == DataType::kBFloat16) {
+          LoopBf16<Op>(a, b, n);
+        } else if constexpr (Tag::kDType != DataType::kBool) {  // bool: every caller refuses it first
+          Loop<T, Op>(a, b, n);
+        }
+      },
+      [] {});
 }
 
 }  // namespace

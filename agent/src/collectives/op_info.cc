@@ -1,25 +1,12 @@
 #include "collectives/op_info.h"
 
+#include "ringmaster/enum_names.h"
+
 namespace ringmaster::internal {
 
 const char* OpKindName(OpKind k) {
-  switch (k) {
-    case OpKind::kAllReduce:
-      return "all-reduce";
-    case OpKind::kBroadcast:
-      return "broadcast";
-    case OpKind::kAllGather:
-      return "all-gather";
-    case OpKind::kBarrier:
-      return "barrier";
-    case OpKind::kGpuAllReduce:
-      return "gpu-all-reduce";
-    case OpKind::kAllToAll:
-      return "all-to-all";
-    case OpKind::kReduceScatter:
-      return "reduce-scatter";
-  }
-  return "collective";
+  const auto name = CollectiveTable().NameOf(static_cast<int>(k));
+  return name.empty() ? "collective" : name.data();  // the table's names are literals
 }
 
 }  // namespace ringmaster::internal

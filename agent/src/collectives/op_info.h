@@ -9,18 +9,11 @@
 
 namespace ringmaster::internal {
 
-// Values travel in progress reports (group.cc): append only.
-enum class OpKind : uint8_t {
-  kAllReduce,
-  kBroadcast,
-  kAllGather,
-  kBarrier,
-  kGpuAllReduce,
-  kAllToAll,
-  kReduceScatter
-};
-inline constexpr OpKind kLastOpKind = OpKind::kReduceScatter;
-const char* OpKindName(OpKind k);  // "all-reduce", ...
+// The kinds of collective: enums.h's one table (RM_COLLECTIVE_TABLE), which
+// the TensorFlow op's agreement numbers its calls by too. Values travel in
+// progress reports (group.cc): append only.
+enum class OpKind : uint8_t { RM_COLLECTIVE_TABLE(RM_ENUM_CXX_ENUMERATOR) };
+const char* OpKindName(OpKind k);  // "all-reduce", ...; "collective" for none of them
 
 // What a collective is, known when it is built (the same on every member
 // that runs the same program).

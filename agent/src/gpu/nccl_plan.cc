@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "collectives/packing.h"
+#include "ringmaster/enum_names.h"
 
 namespace ringmaster::internal {
 
@@ -38,7 +39,7 @@ StatusOr<ncclDataType_t> NcclDataType(DataType dtype, int nccl_version) {
                                   " has no NCCL type: GPU memory takes it only with implementation RING "
                                   "(staged through host memory), or copy it to host memory");
   }
-  return InvalidArgumentError("dtype: unknown data type " + std::to_string(static_cast<int>(dtype)));
+  return DTypeTable().CheckValue(static_cast<int>(dtype), "dtype");  // out of the table: not OK
 }
 
 StatusOr<ncclRedOp_t> NcclRedOp(ReduceOp op, int nccl_version) {
@@ -59,7 +60,7 @@ StatusOr<ncclRedOp_t> NcclRedOp(ReduceOp op, int nccl_version) {
     case ReduceOp::kProduct:
       return ncclProd;
   }
-  return InvalidArgumentError("op: unknown reduce operation " + std::to_string(static_cast<int>(op)));
+  return ReduceOpTable().CheckValue(static_cast<int>(op), "op");  // out of the table: not OK
 }
 
 std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack) {

@@ -12,6 +12,7 @@
 
 #include "agent_log.h"
 #include "group/terminate.h"
+#include "ringmaster/enum_names.h"
 #include "transport/net.h"
 #include "transport/peer_loss.h"
 #include "transport/wire.h"
@@ -219,8 +220,7 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
     r.info.bytes = w.bytes;
     r.info.pack = w.pack;
     r.info.packs = w.packs;
-    r.info.kind =
-        w.kind <= static_cast<uint8_t>(kLastOpKind) ? static_cast<OpKind>(w.kind) : OpKind::kAllReduce;
+    r.info.kind = CollectiveTable().Contains(w.kind) ? static_cast<OpKind>(w.kind) : OpKind::kAllReduce;
     r.info.dtype =
         w.dtype <= static_cast<uint8_t>(kLastDataType) ? static_cast<DataType>(w.dtype) : DataType::kFloat32;
     r.info.timeout_s = w.timeout_s;

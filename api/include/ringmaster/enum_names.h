@@ -1,6 +1,7 @@
 // The names of the API's enums, read from their one table (enums.h): what
-// every parser and printer of a dtype, reduce op, implementation or
-// algorithm uses, in C++ and behind the C API's rm_*_name / rm_parse_*.
+// every parser and printer of a dtype, reduce op, implementation,
+// algorithm, collective or Horovod reduce op uses, in C++ and behind the C
+// API's rm_*_name / rm_parse_*.
 #pragma once
 
 #include <span>
@@ -40,5 +41,11 @@ const EnumTable& DTypeTable();
 const EnumTable& ReduceOpTable();
 const EnumTable& ImplementationTable();
 const EnumTable& AlgorithmTable();
+const EnumTable& CollectiveTable();
+// Horovod's reduce ops, by Horovod's numbers (Average 0 ... Product 5).
+const EnumTable& HorovodReduceOpTable();
+// The engine's reduce op (rm_reduce_op) for Horovod's `horovod`; -1 for one
+// the engine has not (Adasum) or a number that is none of Horovod's.
+int HorovodToEngineReduceOp(int horovod);
 
 }  // namespace ringmaster

@@ -5,8 +5,9 @@
  * these tables, the C++ headers theirs, the name and parse functions walk
  * them (ringmaster/enum_names.h, rm_*_name and rm_parse_* in ringmaster.h),
  * and the Python package and the TensorFlow op read them through those
- * functions: no other list of dtypes, reduce ops, implementations or
- * algorithms exists. Plain C (no includes), so C programs can read it too. */
+ * functions: no other list of dtypes, reduce ops, implementations,
+ * algorithms, collectives or Horovod's reduce ops exists. Plain C (no
+ * includes), so C programs can read it too. */
 #ifndef RINGMASTER_ENUMS_H_
 #define RINGMASTER_ENUMS_H_
 
@@ -52,6 +53,34 @@
 /* The benchmarks' short names. */
 #define RM_ALGORITHM_ALIASES(X) \
   X("rd", RM_ALGORITHM_RECURSIVE_DOUBLING) X("hd", RM_ALGORITHM_HALVING_DOUBLING)
+
+/* The collectives, as the flight recorder, the timeline and the diagnosis
+ * name them, and as the TensorFlow op's agreement numbers them. The values
+ * travel between members in both: append only. gpu-all-reduce is an
+ * all-reduce of GPU memory; join is Horovod's, the TensorFlow op's alone. */
+#define RM_COLLECTIVE_TABLE(X)                                         \
+  X(RM_COLLECTIVE_ALL_REDUCE, kAllReduce, 0, "all-reduce")             \
+  X(RM_COLLECTIVE_BROADCAST, kBroadcast, 1, "broadcast")               \
+  X(RM_COLLECTIVE_ALL_GATHER, kAllGather, 2, "all-gather")             \
+  X(RM_COLLECTIVE_BARRIER, kBarrier, 3, "barrier")                     \
+  X(RM_COLLECTIVE_GPU_ALL_REDUCE, kGpuAllReduce, 4, "gpu-all-reduce")  \
+  X(RM_COLLECTIVE_ALL_TO_ALL, kAllToAll, 5, "all-to-all")              \
+  X(RM_COLLECTIVE_REDUCE_SCATTER, kReduceScatter, 6, "reduce-scatter") \
+  X(RM_COLLECTIVE_JOIN, kJoin, 7, "join")
+#define RM_COLLECTIVE_ALIASES(X)
+
+/* Horovod's reduce ops with Horovod's numbers, which its users pass around
+ * as plain integers (Horovod's C library exports them as
+ * horovod_reduce_op_average() and so on; ours as rm_horovod_reduce_op_name
+ * and rm_horovod_reduce_op_engine). Its own shape: X(NAME, VALUE, the
+ * engine's reduce op by name, or "" for none). */
+#define RM_HOROVOD_REDUCE_OP_TABLE(X) \
+  X("Average", 0, "mean")             \
+  X("Sum", 1, "sum")                  \
+  X("Adasum", 2, "")                  \
+  X("Min", 3, "min")                  \
+  X("Max", 4, "max")                  \
+  X("Product", 5, "product")
 
 /* Helpers to expand a table. */
 #define RM_ENUM_C_ENUMERATOR(c_name, cxx_name, value, name) c_name = value,
