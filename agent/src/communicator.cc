@@ -1,8 +1,4 @@
 // The public Communicator: a thin facade over the engine (communicator_impl.h).
-#include <cstring>
-
-#include "collectives/collectives.h"
-#include "collectives/kernels.h"
 #include "communicator_impl.h"
 
 namespace ringmaster {
@@ -87,45 +83,7 @@ Status Communicator::Barrier(const CommunicationOptions& options) {
 Status Communicator::Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape,
                             std::optional<int> axis, const Tensor& output,
                             const CommunicationOptions& options) {
-  RM_RETURN_IF_ERROR(internal::CheckOp(op));
-  RM_RETURN_IF_ERROR(internal::CheckDType(value.dtype, "value.dtype"));
-  RM_RETURN_IF_ERROR(internal::CheckReducible("reduce", {&value, 1}));
-  if (output.dtype != value.dtype) return InvalidArgumentError("output.dtype must equal value.dtype");
-  int64_t elems = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return InvalidArgumentError("shape: dimensions must be >= 0");
-    elems *= d;
-  }
-  if (elems != value.count) {
-    return InvalidArgumentError("value.count " + std::to_string(value.count) + " does not match shape (" +
-                                std::to_string(elems) + " elements)");
-  }
-  if (value.memory != MemoryKind::kHost || output.memory != MemoryKind::kHost) {
-    return UnimplementedError("Reduce: GPU memory is not supported yet (AllReduce takes GPU tensors)");
-  }
-  if (!axis) {
-    if (output.count != value.count)
-      return InvalidArgumentError("output.count must equal value.count without axis");
-    if (output.data != value.data && value.count > 0) std::memmove(output.data, value.data, value.bytes());
-    Tensor t = output;
-    return AllReduce({&t, 1}, op, options);
-  }
-  int64_t len = 0;
-  RM_RETURN_IF_ERROR(internal::ReduceAlongAxis(op, value, shape, *axis, output, &len));
-  Tensor t = output;
-  if (op != ReduceOp::kMean) return AllReduce({&t, 1}, op, options);
-  // MEAN: divide the global sum by the global element count along the axis.
-  int64_t n = len;
-  Tensor parts[2] = {t, Tensor{&n, 1, DataType::kInt64}};
-  RM_RETURN_IF_ERROR(AllReduce(parts, ReduceOp::kSum, options));
-  if (n == 0) {
-    if (value.dtype != DataType::kFloat16 && value.dtype != DataType::kBFloat16 &&
-        value.dtype != DataType::kFloat32 && value.dtype != DataType::kFloat64) {  // integers: 0 / 0
-      return FailedPreconditionError("Reduce: MEAN over an empty axis on every member");
-    }
-  }
-  internal::DivideBy(value.dtype, output.data, static_cast<size_t>(output.count), n);
-  return OkStatus();
+  return impl_->Reduce(op, value, shape, axis, output, options);
 }
 
 void Communicator::Abort(const std::string& reason) {

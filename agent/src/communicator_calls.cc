@@ -2,9 +2,12 @@
 // job's and checked once, its tensors checked, its ops built (collectives.h,
 // or the GPU backend's) and submitted to the executor.
 #include <algorithm>
+#include <cstring>
 
 #include "agent_log.h"
 #include "collectives/collectives.h"
+#include "collectives/dtype_visit.h"
+#include "collectives/kernels.h"
 #include "collectives/subgroup.h"
 #include "communicator_impl.h"
 #include "gpu/gpu_backend.h"
@@ -193,6 +196,51 @@ CollectiveHandle CommunicatorImpl::ReduceScatterAsync(const Tensor& in, std::spa
   auto ops = ReduceScatterOps(in, counts, out, op);
   for (auto& x : ops) x.info.timeout_s = merged->EffectiveTimeout().value_or(0);
   return Submit(executor(), std::move(ops), *merged, "reduce-scatter");
+}
+
+// strategy.reduce: the one place that reduces along an axis (the Python
+// package's reduce, NumPy's and TensorFlow's, calls it through rm_reduce).
+Status CommunicatorImpl::Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape,
+                                std::optional<int> axis, const Tensor& output,
+                                const CommunicationOptions& o) {
+  RM_RETURN_IF_ERROR(CheckOp(op));
+  RM_RETURN_IF_ERROR(CheckDType(value.dtype, "value.dtype"));
+  RM_RETURN_IF_ERROR(CheckReducible("reduce", {&value, 1}));
+  if (output.dtype != value.dtype) return InvalidArgumentError("output.dtype must equal value.dtype");
+  int64_t elems = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgumentError("shape: dimensions must be >= 0");
+    elems *= d;
+  }
+  if (elems != value.count) {
+    return InvalidArgumentError("value.count " + std::to_string(value.count) + " does not match shape (" +
+                                std::to_string(elems) + " elements)");
+  }
+  if (value.memory != MemoryKind::kHost || output.memory != MemoryKind::kHost) {
+    return UnimplementedError("Reduce: GPU memory is not supported yet (AllReduce takes GPU tensors)");
+  }
+  Tensor t = output;
+  if (!axis) {
+    if (output.count != value.count)
+      return InvalidArgumentError("output.count must equal value.count without axis");
+    if (output.data != value.data && value.count > 0) std::memmove(output.data, value.data, value.bytes());
+    return AllReduceAsync({&t, 1}, op, o, /*sync=*/true).Wait();
+  }
+  int64_t len = 0;
+  RM_RETURN_IF_ERROR(ReduceAlongAxis(op, value, shape, *axis, output, &len));
+  if (op != ReduceOp::kMean) return AllReduceAsync({&t, 1}, op, o, /*sync=*/true).Wait();
+  // MEAN: the global sum over the global element count along the axis, so a
+  // short last batch on one member weighs right.
+  int64_t n = len;
+  Tensor parts[2] = {t, Tensor{&n, 1, DataType::kInt64}};
+  RM_RETURN_IF_ERROR(AllReduceAsync(parts, ReduceOp::kSum, o, /*sync=*/true).Wait());
+  const bool floating = VisitDType(
+      value.dtype, [](auto tag) { return decltype(tag)::kFloating; }, [] { return false; });
+  if (n == 0 && !floating) {  // integers: 0 / 0 (floats: NaN)
+    return FailedPreconditionError("Reduce: MEAN over an empty axis on every member");
+  }
+  DivideBy(value.dtype, output.data, static_cast<size_t>(output.count), n);
+  return OkStatus();
 }
 
 }  // namespace ringmaster::internal

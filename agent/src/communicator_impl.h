@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ class CommunicatorImpl {
   CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
   CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
   CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
+  // strategy.reduce (see Communicator::Reduce): with an axis, reduced along
+  // it first; MEAN over the global element count along it.
+  Status Reduce(ReduceOp op, const Tensor& value, std::span<const int64_t> shape, std::optional<int> axis,
+                const Tensor& output, const CommunicationOptions& o);
   // The variable-size collectives (host memory only).
   CollectiveHandle AllGatherVAsync(const Tensor& in, std::span<const int64_t> counts, const Tensor& out,
                                    const CommunicationOptions& o);
