@@ -9,7 +9,12 @@ Communicator::Communicator(std::unique_ptr<CommunicatorImpl> impl) : impl_(std::
 Communicator::~Communicator() = default;
 
 StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorSettings& settings) {
-  auto impl = std::make_unique<CommunicatorImpl>(settings);
+  return internal::CommunicatorAccess::Create(settings, {});
+}
+
+StatusOr<std::unique_ptr<Communicator>> internal::CommunicatorAccess::Create(
+    const CommunicatorSettings& settings, Formation formation) {
+  auto impl = std::make_unique<CommunicatorImpl>(settings, std::move(formation));
   RM_RETURN_IF_ERROR(impl->Start());
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

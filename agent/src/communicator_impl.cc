@@ -3,30 +3,24 @@
 // communicator_calls.cc.
 #include "communicator_impl.h"
 
-#include <grpcpp/grpcpp.h>
-
 #include <algorithm>
 #include <cstdio>
 
 #include "agent_log.h"
-#include "bootstrap/control_server.h"
-#include "bootstrap/control_service.h"
-#include "bootstrap/join_checks.h"
-#include "bootstrap/mesh.h"
+#include "bootstrap/agent_bootstrap.h"
 #include "collectives/collectives.h"
 #include "collectives/link_model.h"
-#include "collectives/subgroup.h"
 #include "gpu/gpu_backend.h"
+#include "group/process_set.h"
 #include "group/resume.h"
 #include "group/terminate.h"
 #include "group/timeline.h"
 #include "transport/net.h"
 #include "transport/tcp_transport.h"
-#include "transport/wire.h"
 
 namespace ringmaster::internal {
 
-CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
+CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings, Formation formation)
     : settings_(settings),
       rank_(settings.group.rank.value_or(-1)),
       size_(static_cast<int>(settings.group.members.size())),
@@ -35,7 +29,9 @@ CommunicatorImpl::CommunicatorImpl(const CommunicatorSettings& settings)
       recorder_(
           std::make_shared<FlightRecorder>(static_cast<size_t>(std::max(1, settings.flight_recorder_size)))),
       key_(settings.job_key),
-      refusals_(rank_ >= 0 && rank_ < size_ ? settings.group.members[rank_].TaskName() : "agent") {
+      refusals_(rank_ >= 0 && rank_ < size_ ? settings.group.members[rank_].TaskName() : "agent"),
+      bootstrap_(std::move(formation.bootstrap)),
+      mesh_(formation.mesh ? std::move(formation.mesh) : MeshFactory(FormMesh)) {
   for (const auto& m : settings_.group.members) {
     names_.push_back(m.TaskName());
     std::string host;
@@ -73,53 +69,16 @@ StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int 
   if (parent_) return UnimplementedError("process sets of a process set: add them to the whole group");
   std::vector<int> sorted(ranks.begin(), ranks.end());
   std::sort(sorted.begin(), sorted.end());
-  Status local;
-  if (sets_added_ >= (1 << 23) - 1) {
-    local = FailedPreconditionError(
-        "process sets: 2^23 - 1 have been added to this group, the most it can number");
-  } else if (id <= 0) {
-    local = InvalidArgumentError("process set id: must be > 0, got " + std::to_string(id));
-  } else if (sorted.empty()) {
-    local = InvalidArgumentError("process set " + std::to_string(id) + ": ranks is empty");
-  } else if (sorted.front() < 0 || sorted.back() >= size_) {
-    const int bad = sorted.front() < 0 ? sorted.front() : sorted.back();
-    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(bad) +
-                                 " is not a rank of the group (size " + std::to_string(size_) + ")");
-  } else if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
-    local = InvalidArgumentError("process set " + std::to_string(id) + ": rank " + std::to_string(*dup) +
-                                 " appears twice");
-  }
-  // Every member of the group says what it adds: (valid, id, count, hash).
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the ranks
-  for (int r : sorted) hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
-  constexpr int kWords = 4;
-  int64_t mine[kWords] = {local.ok() ? 1 : 0, id, static_cast<int64_t>(sorted.size()),
-                          static_cast<int64_t>(hash)};
-  std::vector<int64_t> all(static_cast<size_t>(kWords) * size_);
+  const Status local = CheckProcessSet(id, sorted, size_, sets_added_);
+  // Every member of the group says what it adds, and all decide alike.
+  const ProcessSetOffer mine = OfferProcessSet(local.ok(), id, sorted);
+  std::vector<int64_t> all(static_cast<size_t>(kProcessSetWords) * size_);
   CommunicationOptions o;
-  Tensor in{mine, kWords, DataType::kInt64},
+  Tensor in{const_cast<int64_t*>(mine.data()), kProcessSetWords, DataType::kInt64},
       out{all.data(), static_cast<int64_t>(all.size()), DataType::kInt64};
   RM_RETURN_IF_ERROR(AllGatherAsync(in, out, o).Wait());
   if (!local.ok()) return local;
-  std::string invalid, differ;
-  for (int r = 0; r < size_; ++r) {
-    const int64_t* w = &all[static_cast<size_t>(r) * kWords];
-    if (w[0] == 0) {
-      invalid += (invalid.empty() ? "" : ", ") + names_[r];
-    } else if (!std::equal(w + 1, w + kWords, mine + 1)) {
-      differ += (differ.empty() ? "" : ", ") + names_[r] + " (id " + std::to_string(w[1]) + ", " +
-                std::to_string(w[2]) + " ranks)";
-    }
-  }
-  if (!invalid.empty()) {
-    return FailedPreconditionError("process set " + std::to_string(id) + ": " + invalid +
-                                   " passed invalid ranks (see its own error)");
-  }
-  if (!differ.empty()) {
-    return FailedPreconditionError("process set " + std::to_string(id) +
-                                   ": the members disagree on it: " + names_[rank_] + " adds " +
-                                   std::to_string(sorted.size()) + " ranks, " + differ + " add another");
-  }
+  RM_RETURN_IF_ERROR(DecideProcessSet(id, all, rank_, names_));
   // The set's key on the wire: how many sets the whole group has added in
   // this formation, the same on every member (the calls are collective and
   // agreed, and every member counts from 0 at each formation: a survivor of
@@ -133,53 +92,29 @@ StatusOr<std::unique_ptr<CommunicatorImpl>> CommunicatorImpl::AddProcessSet(int 
 CommunicatorImpl::~CommunicatorImpl() {
   Stop(/*destroyed=*/true);
   if (gpu_) gpu_->Shutdown();
-  if (service_) service_->Shutdown();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  bootstrap_.reset();  // stops the agent's control service, before the key and refusal log it uses
 }
 
 Status CommunicatorImpl::Start() {
-  if (size_ < 1) return InvalidArgumentError("group: no members");
-  if (rank_ < 0 || rank_ >= size_) return InvalidArgumentError("group.rank: not a member of the group");
-  if (!(settings_.formation_timeout_seconds > 0))
-    return InvalidArgumentError("formation_timeout_seconds must be > 0");
-  if (!(settings_.heartbeat_timeout_seconds > 0))
-    return InvalidArgumentError("heartbeat_timeout_seconds must be > 0");
-  if (settings_.streams < 1 || settings_.streams > 8)
-    return InvalidArgumentError("streams must be in [1, 8]");
-  if (settings_.flight_recorder_size < 1) return InvalidArgumentError("flight_recorder_size must be >= 1");
-  if (settings_.min_size < 0 || settings_.min_size > size_) {
-    return InvalidArgumentError("min_size: " + std::to_string(settings_.min_size) + " is not in [0, " +
-                                std::to_string(size_) + "] (the group's members)");
-  }
-  if (settings_.min_size > 0 && !(settings_.rejoin_timeout_seconds > 0))
-    return InvalidArgumentError("rejoin_timeout_seconds must be > 0");
-  RM_RETURN_IF_ERROR(settings_.defaults.Validate());
-  if (!settings_.job_key.empty() &&
-      (settings_.job_key.size() < kMinKeyBytes || settings_.job_key.size() > kMaxKeyBytes)) {
-    return InvalidArgumentError("job_key: must be " + std::to_string(kMinKeyBytes) + " to " +
-                                std::to_string(kMaxKeyBytes) + " bytes, got " +
-                                std::to_string(settings_.job_key.size()));
-  }
-  for (const auto& m : settings_.group.members) {
-    std::string h;
-    int p;
-    RM_RETURN_IF_ERROR(SplitHostPort(m.address, &h, &p));
-  }
-  const auto& ports = settings_.control_ports;
-  if (!ports.empty() && ports.size() != 1 && ports.size() != static_cast<size_t>(size_)) {
-    return InvalidArgumentError("control_ports: " + std::to_string(ports.size()) + " ports for " +
-                                std::to_string(size_) + " members (want 1 or one per member)");
-  }
+  RM_RETURN_IF_ERROR(settings_.Validate());
   auto own_port = ControlPort(rank_);
   if (!own_port.ok()) return own_port.status();
-  if (size_ > 1) {
-    InstallTerminationHook();
-    service_ =
-        std::make_unique<AgentService>(rank_, names_, settings_.formation_timeout_seconds, &key_, &refusals_,
-                                       ElasticSize{settings_.min_size, settings_.rejoin_timeout_seconds});
-    auto server = ServeControl(service_.get(), *own_port, names_[rank_], size_);
-    if (!server.ok()) return server.status();
-    server_ = std::move(*server);
+  if (size_ > 1) InstallTerminationHook();
+  if (!bootstrap_) {
+    AgentBootstrapConfig bc;
+    bc.rank = rank_;
+    bc.names = names_;
+    bc.hosts = hosts_;
+    bc.own_port = *own_port;
+    auto leader_port = ControlPort(0);
+    bc.leader_port = leader_port.ok() ? *leader_port : 0;
+    bc.timeout_s = settings_.formation_timeout_seconds;
+    bc.elastic = ElasticSize{settings_.min_size, settings_.rejoin_timeout_seconds};
+    bc.key = &key_;
+    bc.refusals = &refusals_;
+    auto bootstrap = StartAgentBootstrap(bc);
+    if (!bootstrap.ok()) return bootstrap.status();
+    bootstrap_ = std::move(*bootstrap);
   }
   return Form();
 }
@@ -214,14 +149,12 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   mc.hosts = config_hosts_;
   mc.min_size = settings_.min_size;
   mc.process_id = process_id_;
-  auto leader_port = ControlPort(0);
-  mc.leader_port = leader_port.ok() ? *leader_port : 0;
   mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
   mc.timeout_s = settings_.formation_timeout_seconds;
   mc.deadline = until;
   mc.key = &key_;
   mc.refusals = &refusals_;
-  auto mesh = FormMesh(mc, service_.get());
+  auto mesh = mesh_(mc, *bootstrap_);
   if (!mesh.ok()) return mesh.status();
   incarnation_ = mesh->incarnation;
   // A new formation: sets of the last one are void (executor()), and the
@@ -302,7 +235,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
     executor_ = std::move(executor);
     set_executor_ = std::move(set_executor);
   }
-  if (service_) service_->SetState(incarnation_, OkStatus());
+  bootstrap_->Publish(incarnation_, OkStatus());
   return OkStatus();
 }
 
@@ -373,7 +306,7 @@ Status CommunicatorImpl::Health() {
 void CommunicatorImpl::Abort(const std::string& reason) {
   if (parent_) return parent_->Abort(reason);  // one group: a set's abort is the group's
   if (auto ex = executor()) ex->group()->AbortRequested(reason);
-  if (service_) service_->SetState(incarnation_, AbortedError(reason));
+  if (bootstrap_) bootstrap_->Publish(incarnation_, AbortedError(reason));
 }
 
 Status CommunicatorImpl::Reform() {
@@ -388,7 +321,7 @@ Status CommunicatorImpl::Reform() {
 
 int CommunicatorImpl::Joiners() const {
   if (parent_) return parent_->Joiners();
-  return service_ && config_rank_ == 0 ? service_->Joiners() : 0;
+  return bootstrap_ && config_rank_ == 0 ? bootstrap_->Waiting() : 0;
 }
 
 StatusOr<int> CommunicatorImpl::AgreeOnJoiners() {

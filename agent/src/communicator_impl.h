@@ -1,6 +1,7 @@
-// The engine behind a Communicator: it forms the group (bootstrap/), runs
-// one Group (health, group.h) and one Executor (executor.h) per formation,
-// and turns calls into ops (collectives.h; GPU memory: gpu/gpu_backend.h).
+// The engine behind a Communicator: it forms the group through the
+// Bootstrap it is given (bootstrap/), runs one Group (health, group.h) and
+// one Executor (executor.h) per formation, and turns calls into ops
+// (collectives.h; GPU memory: gpu/gpu_backend.h).
 // Private to agent/src: nothing outside the engine includes it.
 #pragma once
 
@@ -12,23 +13,30 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/bootstrap.h"
+#include "bootstrap/mesh.h"
 #include "group/executor.h"
 #include "ringmaster/communicator.h"
 #include "transport/auth.h"
 
-namespace grpc {
-class Server;
-}
-
 namespace ringmaster::internal {
 
-class AgentService;
 class Timeline;
 class GpuBackend;
 
+// How a communicator forms its group (bootstrap/): the exchange of the
+// table and the data mesh built from it. Empty, the agent's: its gRPC
+// control service (StartAgentBootstrap, begun by Start() once the settings
+// are checked) and FormMesh over TCP. Tests and simulations give an
+// in-process bootstrap (tests/agent/local_bootstrap.h).
+struct Formation {
+  std::unique_ptr<Bootstrap> bootstrap;
+  MeshFactory mesh;
+};
+
 class CommunicatorImpl {
  public:
-  explicit CommunicatorImpl(const CommunicatorSettings& settings);
+  explicit CommunicatorImpl(const CommunicatorSettings& settings, Formation formation = {});
   ~CommunicatorImpl();
 
   // Process set `id` (> 0) of `parent`: `members` (formation ranks,
@@ -49,7 +57,7 @@ class CommunicatorImpl {
   Status StartTimeline(const std::string& path);
   Status StopTimeline();
 
-  Status Start();  // control service + first formation
+  Status Start();  // the settings checked, the bootstrap started, the first formation
   Status Reform();
   StatusOr<ResumePoint> AgreeOnResume(int64_t committed_step);  // see Communicator
   StatusOr<int> AgreeOnJoiners();                               // see Communicator
@@ -116,11 +124,11 @@ class CommunicatorImpl {
   int config_rank_;
   std::vector<std::string> config_names_, config_hosts_;
   uint64_t process_id_;
-  std::unique_ptr<AgentService> service_;
-  std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<FlightRecorder> recorder_;
   JobKey key_;
   RefusalLog refusals_;
+  std::unique_ptr<Bootstrap> bootstrap_;  // the group's (null in a process set's)
+  MeshFactory mesh_;
 
   mutable std::mutex mu_;               // executor_
   std::shared_ptr<Executor> executor_;  // the current formation (null: none)
@@ -147,6 +155,13 @@ class CommunicatorImpl {
   std::atomic<bool> nccl_warned_{false};
   std::atomic<bool> host_choice_logged_{false};
   std::unique_ptr<GpuBackend> gpu_;  // GPU memory: NCCL or host staging (gpu/gpu_backend.h)
+};
+
+// Makes Communicators (whose constructor is private): the public Create,
+// and tests that give their own Formation.
+struct CommunicatorAccess {
+  static StatusOr<std::unique_ptr<Communicator>> Create(const CommunicatorSettings& settings,
+                                                        Formation formation);
 };
 
 }  // namespace ringmaster::internal

@@ -39,6 +39,7 @@ using testing::ExpectExactSum;
 using testing::FormGroup;
 using testing::LocalSettings;
 using testing::OnAll;
+using testing::Via;
 namespace pb = ringmaster::agent::v1;
 using Kind = HandshakeAcceptor::Kind;
 
@@ -275,7 +276,7 @@ std::vector<int> OwnListeningPorts(const std::set<int>& except) {
 
 TEST(AuthGroup, MembersWithTheKeyFormAndTheStatusNeedsIt) {
   auto settings = Keyed(3);
-  auto g = FormGroup(settings);
+  auto g = FormGroup(settings, nullptr, Via::kGrpc);
   for (auto& c : g) ASSERT_TRUE(c);
   ExpectExactSum(g);
   pb::StatusResponse resp;
@@ -298,7 +299,7 @@ TEST(AuthGroup, AMemberWithAnotherKeyOrNoneFailsFormationSayingSo) {
     settings[1].formation_timeout_seconds = 3;
     settings[1].job_key = odd;
     std::vector<Status> errors;
-    auto g = FormGroup(settings, &errors);
+    auto g = FormGroup(settings, &errors, Via::kGrpc);
     ASSERT_FALSE(g[1]);
     EXPECT_EQ(errors[1].code(), StatusCode::kUnauthenticated) << errors[1].ToString();
     EXPECT_NE(errors[1].message().find(odd.empty() ? "requires the job key and /job:worker/task:0 has none"
@@ -311,7 +312,7 @@ TEST(AuthGroup, AMemberWithAnotherKeyOrNoneFailsFormationSayingSo) {
   settings[0].job_key.clear();  // the leader has none: a member with a key refuses it
   settings[0].formation_timeout_seconds = settings[1].formation_timeout_seconds = 3;
   std::vector<Status> errors;
-  auto g = FormGroup(settings, &errors);
+  auto g = FormGroup(settings, &errors, Via::kGrpc);
   ASSERT_FALSE(g[1]);
   EXPECT_NE(errors[1].message().find("has no job key but /job:worker/task:0 has one"), std::string::npos)
       << errors[1].ToString();

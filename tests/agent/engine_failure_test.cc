@@ -29,6 +29,7 @@ using testing::FormGroup;
 using testing::Group;
 using testing::LocalSettings;
 using testing::OnAll;
+using testing::Via;
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -200,7 +201,7 @@ TEST(Hostile, GarbageOnTheControlPortIsRejected) {
       ::close(fd);
     }
   });
-  Group g = FormGroup(settings);
+  Group g = FormGroup(settings, nullptr, Via::kGrpc);
   attacker.join();
   for (int r = 0; r < 3; ++r) ASSERT_TRUE(g[r]);
   ExpectWorkingGroup(g);

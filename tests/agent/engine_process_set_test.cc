@@ -21,6 +21,7 @@ using testing::FormGroup;
 using testing::Group;
 using testing::LocalSettings;
 using testing::OnAll;
+using testing::Via;
 
 using Sets = std::vector<std::unique_ptr<Communicator>>;
 
@@ -217,7 +218,7 @@ TEST(ProcessSet, ASetOfOneNeedsNobodyAndATimeoutNamesTheSet) {
 TEST(ProcessSet, AfterAReformSurvivorsAndANewIncarnationAddTheirSetsAlike) {
   const int n = 3;
   auto settings = LocalSettings(n);
-  Group g = FormGroup(settings);
+  Group g = FormGroup(settings, nullptr, Via::kGrpc);
   for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
   std::vector<Status> st;
   std::vector<std::string> failures(n);

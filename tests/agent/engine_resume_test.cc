@@ -18,6 +18,7 @@ using internal::DescribeResume;
 using testing::FormGroup;
 using testing::LocalSettings;
 using testing::OnAll;
+using testing::Via;
 
 const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
 
@@ -66,7 +67,7 @@ TEST(DecideResume, AnOfferBelowMinusOneNamesTheMember) {
 TEST(Recovery, SurvivorsReformWithTheNewIncarnationAndAgree) {
   const int n = 3;
   auto settings = LocalSettings(n);
-  auto g = FormGroup(settings);
+  auto g = FormGroup(settings, nullptr, Via::kGrpc);
   for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
   g[1].reset();  // worker 0 goes away
   std::vector<StatusOr<ResumePoint>> agreed(n, ResumePoint{});
@@ -132,7 +133,7 @@ TEST(Elastic, ShrinksWithoutTheMissingMemberAndGrowsWhenItComesBack) {
     s.min_size = 2;
     s.rejoin_timeout_seconds = 1;
   }
-  auto g = FormGroup(settings);
+  auto g = FormGroup(settings, nullptr, Via::kGrpc);
   for (int r = 0; r < n; ++r) ASSERT_TRUE(g[r]);
   g[1].reset();  // worker 0 goes away: worker 1 becomes rank 1 of 2
   testing::Group two(2);

@@ -1,4 +1,7 @@
 // Test helpers: groups of Communicators on 127.0.0.1, one thread per member.
+// A group forms in process (an in-process bootstrap: no gRPC; the data mesh
+// over loopback TCP) unless a test asks for the agent's own gRPC control
+// plane, as a deployed member forms.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "communicator_impl.h"
 #include "free_ports.h"
+#include "local_bootstrap.h"
 #include "ringmaster/communicator.h"
 
 namespace ringmaster::testing {
@@ -46,15 +51,57 @@ inline void OnAll(int n, const std::function<void(int)>& fn) {
 
 using Group = std::vector<std::unique_ptr<Communicator>>;
 
+// How a test's group forms: through one LocalBootstrapHub in this process,
+// or through the agent's gRPC control service on the settings' ports (what
+// Communicator::Create does; a test that restarts a member with Create
+// needs it for the whole group).
+enum class Via { kInProcess, kGrpc };
+
+// A member's in-process bootstrap; it keeps the group's hub alive as long as
+// any member holds it.
+class SharedHubMember final : public internal::Bootstrap {
+ public:
+  SharedHubMember(std::shared_ptr<LocalBootstrapHub> hub, int rank, const std::string& key)
+      : hub_(std::move(hub)), member_(hub_->Member(rank, key)) {}
+  StatusOr<internal::Table> Exchange(const internal::MemberEntry& self,
+                                     internal::Deadline deadline) override {
+    return member_->Exchange(self, deadline);
+  }
+  bool Superseded(const internal::Table& table) override { return member_->Superseded(table); }
+  int Waiting() override { return member_->Waiting(); }
+
+ private:
+  std::shared_ptr<LocalBootstrapHub> hub_;
+  std::unique_ptr<internal::Bootstrap> member_;
+};
+
+// One in-process bootstrap per member of `settings`' group (the leader's
+// key, formation timeout and elastic size are the hub's).
+inline std::vector<std::unique_ptr<internal::Bootstrap>> InProcessBootstraps(
+    const std::vector<CommunicatorSettings>& settings) {
+  std::vector<std::string> names;
+  for (const auto& m : settings.at(0).group.members) names.push_back(m.TaskName());
+  const auto& lead = settings[0];
+  auto hub =
+      std::make_shared<LocalBootstrapHub>(names, lead.job_key, lead.formation_timeout_seconds,
+                                          internal::ElasticSize{lead.min_size, lead.rejoin_timeout_seconds});
+  std::vector<std::unique_ptr<internal::Bootstrap>> out;
+  for (size_t r = 0; r < settings.size(); ++r)
+    out.push_back(std::make_unique<SharedHubMember>(hub, static_cast<int>(r), settings[r].job_key));
+  return out;
+}
+
 // Forms a group (every member's Create runs concurrently); empty entries
 // mark members that failed, with their status in *errors.
 inline Group FormGroup(const std::vector<CommunicatorSettings>& settings,
-                       std::vector<Status>* errors = nullptr) {
+                       std::vector<Status>* errors = nullptr, Via via = Via::kInProcess) {
   const int n = static_cast<int>(settings.size());
   Group g(n);
   std::vector<Status> st(n);
+  auto bootstraps = via == Via::kInProcess ? InProcessBootstraps(settings)
+                                           : std::vector<std::unique_ptr<internal::Bootstrap>>(n);
   OnAll(n, [&](int r) {
-    auto c = Communicator::Create(settings[r]);
+    auto c = internal::CommunicatorAccess::Create(settings[r], {std::move(bootstraps[r]), {}});
     if (c.ok())
       g[r] = std::move(*c);
     else

@@ -20,11 +20,13 @@ namespace ringmaster::testing {
 class LocalBootstrapHub {
  public:
   // `key`: the leader's job key ("" for none). Incarnations count from 101.
-  LocalBootstrapHub(std::vector<std::string> names, const std::string& key, double timeout_s = 300)
+  LocalBootstrapHub(std::vector<std::string> names, const std::string& key, double timeout_s = 300,
+                    internal::ElasticSize elastic = {})
       : names_(names),
         key_(key),
         timeout_s_(timeout_s),
-        hub_(0, std::move(names), &key_, [this] { return next_incarnation_++; }) {}
+        hub_(
+            0, std::move(names), &key_, [this] { return next_incarnation_++; }, elastic) {}
 
   // Member `rank`'s bootstrap, holding `key` ("" for none).
   std::unique_ptr<internal::Bootstrap> Member(int rank, const std::string& key) {
@@ -80,6 +82,7 @@ class LocalBootstrapHub {
     bool Superseded(const internal::Table& table) override {
       return rank_ == 0 && hub_->hub_.Superseded(table);
     }
+    int Waiting() override { return rank_ == 0 ? hub_->hub_.Joiners() : 0; }
 
    private:
     LocalBootstrapHub* hub_;

@@ -118,6 +118,9 @@ struct CommunicatorSettings {
   std::string job_key;
 
   static StatusOr<CommunicatorSettings> FromEnvironment();
+  // InvalidArgument naming the first field out of range (Communicator::Create
+  // checks them before it serves or forms anything).
+  Status Validate() const;
   // RINGMASTER_PORT's value: "" (none), one port, or one per member.
   static StatusOr<std::vector<int>> ParseControlPorts(std::string_view value, size_t members);
 };
@@ -126,6 +129,7 @@ class CollectiveHandle;
 namespace internal {
 struct CallState;
 class CommunicatorImpl;
+struct CommunicatorAccess;
 CollectiveHandle MakeHandle(std::shared_ptr<CallState> state);
 }  // namespace internal
 
@@ -258,6 +262,7 @@ class Communicator {
   StatusOr<int> AgreeOnJoiners();
 
  private:
+  friend struct internal::CommunicatorAccess;
   explicit Communicator(std::unique_ptr<internal::CommunicatorImpl> impl);
   std::unique_ptr<internal::CommunicatorImpl> impl_;
 };

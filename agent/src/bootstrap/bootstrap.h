@@ -6,9 +6,10 @@
 //
 // The decisions live in pure code (formation_state.h on the leader,
 // join_rules.h on a follower, mesh_ledger.h for the mesh); the
-// implementations are shells: the leader's own entry into its control
-// service and a follower's gRPC client (join_client.h), and for tests an
-// in-process one (tests/agent/local_bootstrap.h).
+// implementations are shells: the agent's (agent_bootstrap.h: the leader's
+// own entry into its control service, a follower's gRPC client), and for
+// tests an in-process one (tests/agent/local_bootstrap.h). The communicator
+// is given one, so a group forms in process as it does over gRPC.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,12 @@ class Bootstrap {
   // in the next round. Only the leader's bootstrap can tell; the others
   // learn it from the leader closing its connections (mesh.cc).
   virtual bool Superseded(const Table& /*table*/) { return false; }
+  // The leader's: members waiting to join the next round (left out of this
+  // one, or restarted: FormationState::Joiners); 0 elsewhere.
+  virtual int Waiting() { return 0; }
+  // What this member says of itself to whoever asks (the control service's
+  // GetStatus): the formation it is in and its health.
+  virtual void Publish(uint64_t /*incarnation*/, const Status& /*health*/) {}
 };
 
 // A random non-zero id: incarnations and process ids.

@@ -5,8 +5,6 @@
 #include <random>
 
 #include "bootstrap/join_checks.h"
-#include "bootstrap/join_client.h"
-#include "bootstrap/mesh.h"
 
 namespace ringmaster::internal {
 
@@ -155,15 +153,6 @@ void AgentService::SetState(uint64_t incarnation, const Status& health) {
 
 void AgentService::Shutdown() {
   hub_.Shutdown();
-}
-
-StatusOr<Mesh> FormMesh(const MeshConfig& c, AgentService* service) {
-  if (c.rank == 0 || c.names.size() == 1) {
-    LeaderBootstrap leader(service, c.timeout_s);
-    return FormMesh(c, leader);
-  }
-  GrpcJoinBootstrap join(c.names, c.hosts[0], c.leader_port, c.key, c.timeout_s);
-  return FormMesh(c, join);
 }
 
 }  // namespace ringmaster::internal

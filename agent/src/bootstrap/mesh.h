@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,14 +16,11 @@
 
 namespace ringmaster::internal {
 
-class AgentService;
-
 struct MeshConfig {
   int rank = 0;
   std::vector<std::string> names, hosts;  // per member, rank order
   uint64_t process_id = 0;
-  int leader_port = 0;  // the leader's control port
-  int channels = 1;     // connections per pair: 0 control, 1.. data
+  int channels = 1;  // connections per pair: 0 control, 1.. data
   double timeout_s = 300;
   std::optional<Deadline> deadline;  // else timeout_s from the call (a caller that retries keeps one)
   int min_size = 0;                  // elastic size (formation_state.h); 0: every member
@@ -48,8 +46,7 @@ struct Mesh {
 inline constexpr size_t kMaxPendingHandshakes = 128;
 inline constexpr double kHandshakeSeconds = 2.0;
 StatusOr<Mesh> FormMesh(const MeshConfig& config, Bootstrap& bootstrap);
-// The agent's: through `service` on the leader (LeaderBootstrap), over gRPC
-// elsewhere (GrpcJoinBootstrap). Defined in control_service.cc.
-StatusOr<Mesh> FormMesh(const MeshConfig& config, AgentService* service);
+// How a communicator builds its mesh: FormMesh, unless it is given another.
+using MeshFactory = std::function<StatusOr<Mesh>(const MeshConfig&, Bootstrap&)>;
 
 }  // namespace ringmaster::internal
