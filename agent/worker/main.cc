@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "c_api_check.h"
+#include "collectives/dtype_visit.h"
 #include "collectives/kernels.h"
+#include "flags.h"
 #include "model.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/enum_names.h"
@@ -43,44 +45,6 @@ void ErrLine(const Parts&... parts) {
   std::cerr << line.str() << std::flush;
 }
 
-struct Flags {
-  int steps = 10;
-  std::string model = "resnet50";
-  DataType dtype = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int stall_at = -1;
-  int crash_at = -1;
-  std::string drill_task;  // "worker:1": drills apply to that task only
-  bool async = false;
-  bool quiet = false;
-  bool print_env = false;
-  bool recover = false;
-  bool crash_in_recovery = false;  // drill: die after the re-formation, on the first start
-};
-
-const char kUsage[] =
-    "usage: ringmaster-worker [--steps N] [--model resnet50|tiny|NxM] [--dtype "
-    "float32|float16|bfloat16|float64|\n"
-    "                         int32|int64|uint8|int8|uint16|int16] [--op sum|mean|min|max|prod] [--async]\n"
-    "                         [--quiet] [--check-c-api]\n"
-    "                         [--stall-at-step K] [--crash-at-step K] [--drill-task TYPE:INDEX]\n"
-    "                         [--print-env] [--recover] [--crash-in-recovery]\n"
-    "Joins the collective group from TF_CONFIG and RINGMASTER_* and all-reduces synthetic gradients\n"
-    "every step, verifying each element exactly. --stall-at-step K stops taking part at step K but\n"
-    "stays alive; --crash-at-step K dies with SIGKILL in the middle of step K's all-reduce, only while\n"
-    "RINGMASTER_RESTART_COUNT is 0. --drill-task worker:1 limits the drills to that task (every\n"
-    "replica of a spec runs the same arguments). --print-env first prints TF_CONFIG and every\n"
-    "RINGMASTER_* variable as 'env NAME=VALUE' lines, sorted (what the process was given).\n"
-    "--recover (also when RINGMASTER_RECOVERY=InPlace: runPolicy.recovery): recovery in place. When\n"
-    "a member fails, the survivors keep running, form the group again with its new incarnation\n"
-    "(the same task restarted), agree on the last completed step,\n"
-    "broadcast that step's result (the state) to whoever lacks it, verify it, and go on; a new\n"
-    "incarnation joining a running group does the same from its first call. --crash-in-recovery\n"
-    "(a drill, first start only) dies with SIGKILL in a recovery, right after the group re-formed.\n"
-    "--check-c-api instead runs one all-gather-v, all-to-all, reduce-scatter, uint8 all-reduce and\n"
-    "bool broadcast, and collectives on two process sets, through the C API (ringmaster.h), checks\n"
-    "every element and exits.\n";
-
 using Clock = std::chrono::steady_clock;
 
 // Wall-clock milliseconds, for lining up lines of different processes.
@@ -88,14 +52,6 @@ long long UnixMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-bool ParseInt(const char* s, int* out) {
-  char* end = nullptr;
-  long v = std::strtol(s, &end, 10);
-  if (!*s || *end || v < 0 || v > 100000000) return false;
-  *out = static_cast<int>(v);
-  return true;
 }
 
 // The value member `rank` contributes for element i of tensor t at `step`:
@@ -135,23 +91,18 @@ double Expected(DataType dt, ReduceOp op, int n, size_t t, int64_t i, int step) 
     }
   }
   if (op != ReduceOp::kMean) return static_cast<double>(acc);
-  switch (dt) {  // the division happens in the dtype (halves through float)
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kFloat32:
-      return static_cast<double>(static_cast<float>(acc) / static_cast<float>(n));
-    case DataType::kFloat64:
-      return static_cast<double>(acc) / n;
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUInt8:
-    case DataType::kInt8:
-    case DataType::kUInt16:
-    case DataType::kInt16:
-    case DataType::kBool:  // never reduced (--dtype refuses it)
-      return static_cast<double>(acc / n);
-  }
-  return 0;
+  // The division happens in the dtype: halves through float, integers
+  // truncate (bool is never reduced: --dtype refuses it).
+  return internal::VisitDType(
+      dt,
+      [&](auto tag) {
+        using Tag = decltype(tag);
+        if constexpr (Tag::kDType == DataType::kFloat64) return static_cast<double>(acc) / n;
+        if constexpr (Tag::kFloating)
+          return static_cast<double>(static_cast<float>(acc) / static_cast<float>(n));
+        return static_cast<double>(acc / n);
+      },
+      [] { return 0.0; });
 }
 
 double Rounded(DataType dt, double v) {
@@ -180,60 +131,8 @@ void PrintEnv() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&](const char* name) -> const char* {
-      if (i + 1 >= argc) {
-        std::cerr << "ringmaster-worker: " << name << " needs a value\n" << kUsage;
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return 0;
-    } else if (a == "--steps") {
-      if (!ParseInt(next("--steps"), &f.steps)) return std::cerr << "ringmaster-worker: bad --steps\n", 2;
-    } else if (a == "--model") {
-      f.model = next("--model");
-    } else if (a == "--dtype") {
-      auto d = DTypeTable().Parse(next("--dtype"), "--dtype");
-      if (!d.ok() || *d == static_cast<int>(DataType::kBool)) {  // bool cannot be reduced
-        return std::cerr << "ringmaster-worker: "
-                         << (d.ok() ? "--dtype: bool cannot be reduced" : d.status().message()) << "\n",
-               2;
-      }
-      f.dtype = static_cast<DataType>(*d);
-    } else if (a == "--op") {
-      auto op = ReduceOpTable().Parse(next("--op"), "--op");
-      if (!op.ok()) return std::cerr << "ringmaster-worker: " << op.status().message() << "\n", 2;
-      f.op = static_cast<ReduceOp>(*op);
-    } else if (a == "--stall-at-step") {
-      if (!ParseInt(next("--stall-at-step"), &f.stall_at))
-        return std::cerr << "ringmaster-worker: bad step\n", 2;
-    } else if (a == "--crash-at-step") {
-      if (!ParseInt(next("--crash-at-step"), &f.crash_at))
-        return std::cerr << "ringmaster-worker: bad step\n", 2;
-    } else if (a == "--drill-task") {
-      f.drill_task = next("--drill-task");
-    } else if (a == "--async") {
-      f.async = true;
-    } else if (a == "--quiet") {
-      f.quiet = true;
-    } else if (a == "--recover") {
-      f.recover = true;
-    } else if (a == "--crash-in-recovery") {
-      f.crash_in_recovery = true;
-    } else if (a == "--print-env") {
-      f.print_env = true;
-    } else if (a == "--check-c-api") {
-      return worker::CheckCApiCollectives();
-    } else {
-      std::cerr << "ringmaster-worker: unknown flag " << a << "\n" << kUsage;
-      return 2;
-    }
-  }
+  worker::Flags f;
+  if (auto exit_code = worker::ParseFlags(argc, argv, &f)) return *exit_code;
   if (f.print_env) PrintEnv();
   auto shapes = worker::ModelByName(f.model);
   if (!shapes.ok()) return std::cerr << "ringmaster-worker: " << shapes.status().ToString() << "\n", 2;
