@@ -7,6 +7,7 @@
 // package's exceptions.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -16,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ringmaster/ringmaster.h"
@@ -208,6 +210,15 @@ NB_MODULE(_core, m) {
         return value;
       },
       "The value of a name (any case, or an alias); InvalidArgumentError naming `field` otherwise.");
+  m.def(
+      "horovod_reduce_ops",
+      [] {
+        std::vector<std::pair<std::string, int>> ops;
+        for (int v = 0; const char* name = rm_horovod_reduce_op_name(v); ++v)
+          ops.emplace_back(name, rm_horovod_reduce_op_engine(v));
+        return ops;
+      },
+      "Horovod's reduce ops by Horovod's value (ringmaster/enums.h): (its name, the engine's op or -1).");
   m.def(
       "job_options",
       [] {

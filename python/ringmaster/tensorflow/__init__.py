@@ -191,8 +191,7 @@ def grouped_reducescatter(tensors: Any, device_dense: str = "", compression: Any
 
 def _reduce_op_name(op: Any) -> str:
     """'sum' or 'mean' (what tf.distribute's reduce ops are) from any spelling."""
-    value = _reduce_op_value(op)
-    return {v: k for k, v in _basics._FROM_ENGINE.items()}.get(value, "adasum")
+    return _basics.engine_reduce_op_name(op) or "adasum"
 
 
 _warned_sparse = False
@@ -236,31 +235,31 @@ def all_reduce(reduce_op: Any, values: Any, options: Any = None, name: Optional[
 
 
 def reduce(reduce_op: Any, value: Any, axis: Optional[int] = None, options: Any = None) -> Any:
-    """tf.distribute.Strategy.reduce's semantics: with ``axis`` each rank first
-    reduces its value along that axis; MEAN then divides the global sum by the
-    global element count along the axis (a short last batch weighs right).
-    Without ``axis`` it is :func:`all_reduce`."""
+    """tf.distribute.Strategy.reduce's semantics. With ``axis`` it is the
+    engine's Reduce (the one place that reduces along an axis, as
+    ringmaster.Communicator.reduce is): each rank first reduces its value
+    along that axis; MEAN then divides the global sum by the global element
+    count along the axis (a short last batch weighs right). It runs on host
+    memory, through tf.numpy_function. Without ``axis`` it is
+    :func:`all_reduce`."""
     op = _reduce_op_name(reduce_op)
     if axis is None:
         return all_reduce(op, value, options=options)
     if op not in ("sum", "mean"):
         raise ValueError(f"reduce_op: reduce() along an axis supports sum and mean, got {reduce_op!r}")
-    flat = tf.nest.flatten(value)
-    tensors = [tf.convert_to_tensor(_densify(v)) for v in flat]
-    sums = [tf.reduce_sum(t, axis=axis) for t in tensors]
-    if op == "sum":
-        out = all_reduce("sum", sums, options=options)
-    else:
-        counts = [tf.cast(tf.shape(t)[axis], tf.float64) for t in tensors]
-        reduced = all_reduce("sum", sums + counts, options=options)
-        n = len(tensors)
-        out = []
-        for s, c, t in zip(reduced[:n], reduced[n:], tensors):
-            if t.dtype.is_floating:
-                out.append(s / tf.cast(c, t.dtype))
-            else:
-                out.append(tf.cast(tf.cast(s, tf.float64) / c, t.dtype))
-    return tf.nest.pack_sequence_as(value, out)
+    comm = _basics._comm()
+
+    def along_axis(v: Any) -> Any:
+        t = tf.convert_to_tensor(_densify(v))
+        rank = t.shape.rank
+        a = axis + rank if rank is not None and axis < 0 else axis
+        out = tf.numpy_function(lambda x: comm.reduce(op, x, axis=a, options=options), [t], t.dtype,
+                                stateful=True)
+        if rank is not None and 0 <= a < rank:
+            out.set_shape(t.shape[:a].concatenate(t.shape[a + 1:]))
+        return out
+
+    return tf.nest.pack_sequence_as(value, [along_axis(v) for v in tf.nest.flatten(value)])
 
 
 def communication_options() -> "tf.distribute.experimental.CommunicationOptions":

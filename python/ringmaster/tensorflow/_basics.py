@@ -8,19 +8,23 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import ringmaster
+from ringmaster import _core
 
 # Horovod's reduce ops, with Horovod's values (its users compare and pass
 # them around as plain integers; the op's `reduce_op` attribute takes them).
-Average = 0
-Sum = 1
-Adasum = 2
-Min = 3
-Max = 4
-Product = 5
+# The library numbers them (ringmaster/enums.h), as Horovod's C library
+# does its own: [(name, the engine's op or -1)] by Horovod's value.
+_HOROVOD = _core.horovod_reduce_ops()
+_VALUE = {name: value for value, (name, _) in enumerate(_HOROVOD)}
+Average = _VALUE["Average"]
+Sum = _VALUE["Sum"]
+Adasum = _VALUE["Adasum"]
+Min = _VALUE["Min"]
+Max = _VALUE["Max"]
+Product = _VALUE["Product"]
 
-# The engine's reduce ops (rm_reduce_op, by name from the C API's table)
-# as Horovod's. Adasum has none.
-_FROM_ENGINE = {"sum": Sum, "mean": Average, "min": Min, "max": Max, "product": Product}
+# The engine's reduce ops (rm_reduce_op's values) as Horovod's. Adasum has none.
+_FROM_ENGINE = {engine: value for value, (_, engine) in enumerate(_HOROVOD) if engine >= 0}
 
 
 def reduce_op_value(op: Any) -> int:
@@ -28,18 +32,24 @@ def reduce_op_value(op: Any) -> int:
     "mean", ...) or a tf.distribute.ReduceOp."""
     if isinstance(op, bool):
         raise ValueError(f"op: expected a reduce op, got {op!r}")
-    if isinstance(op, int) and op in (Average, Sum, Adasum, Min, Max, Product):
+    if isinstance(op, int) and 0 <= op < len(_HOROVOD):
         return op
     name = getattr(op, "value", op)  # tf.distribute.ReduceOp.SUM.value == "SUM"
     if isinstance(name, str):
-        from ringmaster import _core
         try:
             # Any spelling the engine's table takes ("prod", "average", ...).
-            return _FROM_ENGINE[_core.enum_names("reduce_op")[_core.parse_enum("reduce_op", name, "op")]]
+            return _FROM_ENGINE[_core.parse_enum("reduce_op", name, "op")]
         except ringmaster.InvalidArgumentError:
             pass
     raise ValueError(f"op: must be Average, Sum, Min, Max, Product (or 'sum', 'mean', a tf.distribute.ReduceOp), "
                      f"got {op!r}")
+
+
+def engine_reduce_op_name(op: Any) -> Optional[str]:
+    """The engine's name of ``op`` (any spelling reduce_op_value takes):
+    "sum", "mean", "min", "max", "product"; None for Adasum."""
+    engine = _HOROVOD[reduce_op_value(op)][1]
+    return _core.enum_names("reduce_op")[engine] if engine >= 0 else None
 
 
 def handle_average_backwards_compatibility(op: Any, average: Any) -> int:

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ringmaster/ringmaster.h"
@@ -45,46 +46,37 @@ inline absl::Status LastError(int code) {
   return FromCode(code, rm_last_error());
 }
 
-// TensorFlow's dtype -> the engine's (rm_dtype in ringmaster.h owns the values).
+// TensorFlow's dtype -> the engine's, matched by name: the engine's names
+// (rm_dtype_name: "float16", "float32", ...) are the NumPy names that
+// TensorFlow's DataTypeFromString reads too, so no list of dtypes is
+// written here (ringmaster/enums.h owns them).
 inline absl::Status ToRmDtype(DataType dt, rm_dtype* out) {
-  switch (dt) {
-    case tensorflow::DT_HALF:
-      *out = RM_FLOAT16;
-      break;
-    case tensorflow::DT_BFLOAT16:
-      *out = RM_BFLOAT16;
-      break;
-    case tensorflow::DT_FLOAT:
-      *out = RM_FLOAT32;
-      break;
-    case tensorflow::DT_DOUBLE:
-      *out = RM_FLOAT64;
-      break;
-    case tensorflow::DT_INT32:
-      *out = RM_INT32;
-      break;
-    case tensorflow::DT_INT64:
-      *out = RM_INT64;
-      break;
-    case tensorflow::DT_UINT8:
-      *out = RM_UINT8;
-      break;
-    case tensorflow::DT_INT8:
-      *out = RM_INT8;
-      break;
-    case tensorflow::DT_UINT16:
-      *out = RM_UINT16;
-      break;
-    case tensorflow::DT_INT16:
-      *out = RM_INT16;
-      break;
-    case tensorflow::DT_BOOL:
-      *out = RM_BOOL;
-      break;
-    default:
-      return absl::InvalidArgumentError("ringmaster: unsupported dtype " + tensorflow::DataTypeString(dt));
+  static const std::vector<std::pair<DataType, rm_dtype>> table = [] {
+    std::vector<std::pair<DataType, rm_dtype>> t;
+    for (int v = 0; const char* name = rm_dtype_name(v); ++v) {
+      DataType tf;
+      if (tensorflow::DataTypeFromString(name, &tf)) t.emplace_back(tf, static_cast<rm_dtype>(v));
+    }
+    return t;
+  }();
+  for (const auto& [tf, rm] : table) {
+    if (tf == dt) {
+      *out = rm;
+      return absl::OkStatus();
+    }
   }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError("ringmaster: unsupported dtype " + tensorflow::DataTypeString(dt));
+}
+
+// The op's type constraint, "{float16, bfloat16, ...}": the engine's dtypes
+// by name (TensorFlow reads them as its own), bool only where it moves.
+inline std::string OpTypes(bool with_bool) {
+  std::string list;
+  for (int v = 0; const char* name = rm_dtype_name(v); ++v) {
+    if (!with_bool && v == RM_BOOL) continue;
+    list += (list.empty() ? "{" : ", ") + std::string(name);
+  }
+  return list + "}";
 }
 
 inline rm_tensor View(const Tensor& t) {
@@ -116,30 +108,16 @@ inline absl::Status ReadOptions(OpKernelConstruction* c, rm_options* o) {
   return absl::OkStatus();
 }
 
-// Horovod's reduce ops (their values are Horovod's: Average 0, Sum 1,
-// Adasum 2, Min 3, Max 4, Product 5) -> the engine's.
+// Horovod's reduce op (Horovod's numbering, ringmaster/enums.h) -> the engine's.
 inline absl::Status ToRmReduceOp(int horovod_op, rm_reduce_op* out) {
-  switch (horovod_op) {
-    case 0:
-      *out = RM_MEAN;
-      return absl::OkStatus();
-    case 1:
-      *out = RM_SUM;
-      return absl::OkStatus();
-    case 3:
-      *out = RM_MIN;
-      return absl::OkStatus();
-    case 4:
-      *out = RM_MAX;
-      return absl::OkStatus();
-    case 5:
-      *out = RM_PRODUCT;
-      return absl::OkStatus();
-    case 2:
-      return absl::UnimplementedError("reduce_op: Adasum is not implemented by Ringmaster");
-    default:
-      return absl::InvalidArgumentError("reduce_op: unknown value " + std::to_string(horovod_op));
+  const int op = rm_horovod_reduce_op_engine(horovod_op);
+  if (op >= 0) {
+    *out = static_cast<rm_reduce_op>(op);
+    return absl::OkStatus();
   }
+  if (const char* name = rm_horovod_reduce_op_name(horovod_op))
+    return absl::UnimplementedError(std::string("reduce_op: ") + name + " is not implemented by Ringmaster");
+  return absl::InvalidArgumentError("reduce_op: unknown value " + std::to_string(horovod_op));
 }
 
 // dst[i] = cast(src[i] * factor), in float64 for integers and float64, in
@@ -193,34 +171,11 @@ inline absl::Status Scale(const Tensor& src, Tensor* dst, double factor) {
 
 // ------------------------------------------------------------ agreement
 
-enum class Kind : int64_t {
-  kAllReduce = 1,
-  kBroadcast,
-  kAllGather,
-  kAllToAll,
-  kReduceScatter,
-  kBarrier,
-  kJoin
-};
-
+// Which collective a proposal is for: the engine's one list of collectives
+// (rm_collective, ringmaster/enums.h), join included.
 inline const char* KindName(int64_t k) {
-  switch (static_cast<Kind>(k)) {
-    case Kind::kAllReduce:
-      return "allreduce";
-    case Kind::kBroadcast:
-      return "broadcast";
-    case Kind::kAllGather:
-      return "allgather";
-    case Kind::kAllToAll:
-      return "alltoall";
-    case Kind::kReduceScatter:
-      return "reducescatter";
-    case Kind::kBarrier:
-      return "barrier";
-    case Kind::kJoin:
-      return "join";
-  }
-  return "unknown collective";
+  const char* name = rm_collective_name(static_cast<int>(k));
+  return name ? name : "unknown collective";
 }
 
 // One member's record, all int64 so one all-gather carries it.
@@ -285,7 +240,7 @@ inline int64_t Bits(double v) {
 }
 
 // A proposal for `tensors` (their dtypes and shapes).
-inline Proposal Propose(Kind kind, const std::vector<const Tensor*>& tensors) {
+inline Proposal Propose(rm_collective kind, const std::vector<const Tensor*>& tensors) {
   Proposal p;
   p.kind = static_cast<int64_t>(kind);
   p.tensors = static_cast<int64_t>(tensors.size());
@@ -327,7 +282,7 @@ inline std::string Describe(const Proposal& p) {
 }
 
 inline bool Joined(const Proposal& p) {
-  return p.kind == static_cast<int64_t>(Kind::kJoin);
+  return p.kind == RM_COLLECTIVE_JOIN;
 }
 
 // Why the members cannot go on, or OK. `me` is this member's rank (not a
@@ -357,7 +312,7 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
           " (every member must issue the same collectives in the same order)");
     }
   }
-  const bool tail_only = mine.kind == int64_t(Kind::kAllGather) || mine.kind == int64_t(Kind::kAllToAll);
+  const bool tail_only = mine.kind == RM_COLLECTIVE_ALL_GATHER || mine.kind == RM_COLLECTIVE_ALL_TO_ALL;
   for (const auto& p : all) {
     if (Joined(p)) continue;
     if (p.tensors != mine.tensors) {

@@ -83,7 +83,8 @@ class AllGatherOp : public CollectiveKernel {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     auto ins = AllInputs(ctx);
-    OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kAllGather, ins), NotScalar("allgather", ins), options_));
+    OP_REQUIRES_OK(
+        ctx, Agree(comm, Propose(RM_COLLECTIVE_ALL_GATHER, ins), NotScalar("allgather", ins), options_));
     const int n = rm_size(comm);
     std::vector<int64_t> rows(ins.size()), all;
     for (size_t i = 0; i < ins.size(); ++i) rows[i] = ins[i]->dim_size(0);
@@ -145,7 +146,7 @@ class AllToAllOp : public CollectiveKernel {
                                              std::to_string(in.dim_size(0)) + ")");
       }
     }
-    OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kAllToAll, {&in}), local, options_));
+    OP_REQUIRES_OK(ctx, Agree(comm, Propose(RM_COLLECTIVE_ALL_TO_ALL, {&in}), local, options_));
     std::vector<int64_t> matrix;  // row r: rank r's splits
     OP_REQUIRES_OK(ctx, GatherWords(comm, splits.data(), splits.size(), options_, &matrix));
     const int64_t row = RowElements(in);
@@ -187,7 +188,7 @@ class ReduceScatterOp : public CollectiveKernel {
     rm_reduce_op op = RM_SUM;
     absl::Status local = NotScalar("reducescatter", ins);
     if (local.ok()) local = ToRmReduceOp(horovod_op_, &op);
-    Proposal mine = Propose(Kind::kReduceScatter, ins);
+    Proposal mine = Propose(RM_COLLECTIVE_REDUCE_SCATTER, ins);
     mine.reduce_op = horovod_op_;
     mine.prescale_bits = Bits(prescale_);
     mine.postscale_bits = Bits(postscale_);
@@ -226,17 +227,14 @@ class BarrierOp : public CollectiveKernel {
   void Compute(OpKernelContext* ctx) override {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
-    OP_REQUIRES_OK(ctx, Agree(comm, Propose(Kind::kBarrier, {}), absl::OkStatus(), options_));
+    OP_REQUIRES_OK(ctx, Agree(comm, Propose(RM_COLLECTIVE_BARRIER, {}), absl::OkStatus(), options_));
   }
 };
-
-#define RM_ALL_TYPES "{half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16, bool}"
-#define RM_NUMERIC_TYPES "{half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16}"
 
 REGISTER_OP("RingmasterAllGather")
     .Input("tensors: T")
     .Output("gathered: T")
-    .Attr("T: list(" RM_ALL_TYPES ") >= 1")
+    .Attr("T: list(" + OpTypes(/*with_bool=*/true) + ") >= 1")
     .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) { return FirstDimUnknown(c, c->num_inputs()); })
@@ -247,7 +245,7 @@ REGISTER_OP("RingmasterAllToAll")
     .Input("splits: int32")
     .Output("output: T")
     .Output("received_splits: int32")
-    .Attr("T: " RM_ALL_TYPES)
+    .Attr("T: " + OpTypes(/*with_bool=*/true))
     .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
     .SetShapeFn([](InferenceContext* c) {
@@ -260,7 +258,7 @@ REGISTER_OP("RingmasterAllToAll")
 REGISTER_OP("RingmasterReduceScatter")
     .Input("tensors: T")
     .Output("reduced: T")
-    .Attr("T: list(" RM_NUMERIC_TYPES ") >= 1")
+    .Attr("T: list(" + OpTypes(/*with_bool=*/false) + ") >= 1")
     .Attr("reduce_op: int = 1")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")

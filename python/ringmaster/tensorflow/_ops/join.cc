@@ -105,7 +105,7 @@ class JoinOp : public OpKernel {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     for (int64_t rounds = 0;; ++rounds) {
-      Proposal mine = Propose(Kind::kJoin, {});
+      Proposal mine = Propose(RM_COLLECTIVE_JOIN, {});
       mine.joined_rounds = rounds;
       int64_t words[Proposal::kWords];
       mine.Pack(words);
@@ -145,7 +145,7 @@ class JoinOp : public OpKernel {
 absl::Status JoinedVerdict(rm_communicator* comm, const std::vector<Proposal>& all) {
   const int lead = FirstActive(all);
   if (lead < 0) return absl::OkStatus();
-  bool stand_in = all[lead].kind == static_cast<int64_t>(Kind::kAllReduce);
+  bool stand_in = all[lead].kind == RM_COLLECTIVE_ALL_REDUCE;
   std::string joined;
   for (size_t r = 0; r < all.size(); ++r) {
     if (Joined(all[r]))

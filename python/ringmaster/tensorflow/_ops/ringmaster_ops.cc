@@ -136,7 +136,7 @@ class AllReduceOp : public AsyncOpKernel {
     OP_REQUIRES_OK_ASYNC(ctx, Communicator(process_set_id_, &comm), done);
     rm_reduce_op op = RM_SUM;
     const std::vector<const Tensor*> inputs = Inputs(ctx);
-    Proposal mine = Propose(Kind::kAllReduce, inputs);
+    Proposal mine = Propose(RM_COLLECTIVE_ALL_REDUCE, inputs);
     mine.reduce_op = horovod_op_;
     mine.prescale_bits = Bits(prescale_);
     mine.postscale_bits = Bits(postscale_);
@@ -241,7 +241,7 @@ class BroadcastOp : public OpKernel {
     if (root_ < 0 || root_ >= size)
       local = absl::InvalidArgumentError("root_rank: must be in [0, " + std::to_string(size) + "), got " +
                                          std::to_string(root_));
-    Proposal mine = Propose(Kind::kBroadcast, Inputs(ctx));
+    Proposal mine = Propose(RM_COLLECTIVE_BROADCAST, Inputs(ctx));
     mine.root = root_;
     OP_REQUIRES_OK(ctx, Agree(comm, mine, local, options_));
     std::vector<rm_tensor> ts;
@@ -259,7 +259,7 @@ class BroadcastOp : public OpKernel {
 REGISTER_OP("RingmasterAllReduce")
     .Input("tensors: T")
     .Output("reduced: T")
-    .Attr("T: list({half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16}) >= 1")
+    .Attr("T: list(" + OpTypes(/*with_bool=*/false) + ") >= 1")
     .Attr("reduce_op: int = 1")
     .Attr("prescale_factor: float = 1.0")
     .Attr("postscale_factor: float = 1.0")
@@ -280,7 +280,7 @@ implementation 0 (AUTO) keep the job's defaults; implementation 1 = RING,
 REGISTER_OP("RingmasterBroadcast")
     .Input("tensors: T")
     .Output("broadcast: T")
-    .Attr("T: list({half, bfloat16, float, double, int32, int64, uint8, int8, uint16, int16, bool}) >= 1")
+    .Attr("T: list(" + OpTypes(/*with_bool=*/true) + ") >= 1")
     .Attr("root_rank: int = 0")
     .RINGMASTER_OPTION_ATTRS.SetIsStateful()
     .SetIsDistributedCommunication()
