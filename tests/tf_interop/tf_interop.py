@@ -25,8 +25,10 @@ Exit 0 on success; any failure says what differed.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,6 +92,16 @@ def task_main(args):
         report["message"] = str(e).splitlines()[0][:300]
     report["seconds"] = round(time.monotonic() - t0, 2)
     print(json.dumps(report), flush=True)
+    if "result" in report:
+        # A task whose all-reduce returned may still be read from: TensorFlow's
+        # ring has a peer fetch the last chunk from it (RecvBuf), and a task that
+        # exits first fails that peer with "Socket closed" (seen on a loaded
+        # machine). So every task waits until all three have their result.
+        barrier = Path(os.environ["TF_INTEROP_BARRIER"])
+        (barrier / f"{task_type}-{index}").touch()
+        end = time.monotonic() + 60
+        while len(list(barrier.iterdir())) < len(TASKS) and time.monotonic() < end:
+            time.sleep(0.05)
     # After an aborted collective TensorFlow's teardown can itself abort
     # (absl "Mutex corrupt"): the verdict is the report above, not that.
     os._exit(0)
@@ -181,10 +193,11 @@ def run_once(args, engine="tensorflow"):
         configs[(t, i)] = json.dumps(cfg)
 
     procs = {}
+    barrier = tempfile.mkdtemp(prefix="tf-interop-barrier-")
     for t, i in tasks:
         env = dict(os.environ, TF_CONFIG=configs[(t, i)], RINGMASTER_IMPLEMENTATION="RING",
                    RINGMASTER_BYTES_PER_PACK="1024", RINGMASTER_TIMEOUT_SECONDS="30",
-                   TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+                   TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", TF_INTEROP_BARRIER=barrier)
         cmd = [sys.executable, __file__, "--task", "--case", args.case]
         if engine == "ringmaster":
             env["RINGMASTER_FORMATION_TIMEOUT_SECONDS"] = "60"
@@ -212,6 +225,7 @@ def run_once(args, engine="tensorflow"):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        shutil.rmtree(barrier, ignore_errors=True)
     return reports, None
 
 
