@@ -219,6 +219,10 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
         ReplicaObservation o;
         o.key = key;
         o.phase = ReplicaPhase::kPending;
+        // A queued job's pod is created gated (Kueue's webhook): seen ungated
+        // while in flight, it would read as the queue's admission (Queued,
+        // then Admitted, then Queued again at the next look).
+        o.gated = !job.run_policy.scheduling_policy.queue.empty();
         observed.push_back(o);
       }
     }
