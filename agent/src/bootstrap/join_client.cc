@@ -27,12 +27,6 @@ class GrpcLeaderLink final : public LeaderLink {
     args.SetMaxReceiveMessageSize(1 << 20);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    // The leader's name is looked up again at most this often (gRPC's default
-    // is 30 s, the formation's own timeout). In pods it resolves only once the
-    // leader's pod is in its Service, and a replaced leader comes back at a new
-    // address: a first answer of "no such name" or the old address, kept for
-    // 30 s, failed every member's formation again and again.
-    args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 500);
     stub_ = pb::Agent::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
   Status Challenge(FormationState::ChallengeAnswer* out) override {
