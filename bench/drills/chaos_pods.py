@@ -63,7 +63,7 @@ def kubectl(*args: str, input: str | None = None, check: bool = True) -> str:
 
 
 def job_yaml(name: str, workers: int, steps: int, elastic: bool, rejoin_s: float, timeout_s: int,
-             deadline_s: int) -> str:
+             deadline_s: int, quiet: bool = True) -> str:
     elastic_block = ""
     if elastic:
         elastic_block = f"""
@@ -84,7 +84,7 @@ def job_yaml(name: str, workers: int, steps: int, elastic: bool, rejoin_s: float
             - name: trainer
               image: {IMAGE}
               imagePullPolicy: Never
-              args: ["--model", "4x250000", "--steps", "{steps}", "--quiet"]
+              args: ["--model", "4x250000", "--steps", "{steps}"{', "--quiet"' if quiet else ''}]
               env:
                 - name: RINGMASTER_FORMATION_TIMEOUT_SECONDS
                   value: "{timeout_s}"
@@ -283,6 +283,7 @@ def main() -> int:
     ap.add_argument("--rejoin", type=float, default=3.0, help="elastic runs' rejoinTimeoutSeconds")
     ap.add_argument("--formation-timeout", type=int, default=30)
     ap.add_argument("--namespace", default="rm-chaos-pods")
+    ap.add_argument("--verbose", action="store_true", help="the workers print every step (kept in the logs)")
     ap.add_argument("--logs", type=Path, default=None, help="keep every run's log here")
     ap.add_argument("--csv", type=Path, default=None)
     args = ap.parse_args()
@@ -315,7 +316,7 @@ def main() -> int:
             plan = draw_plan(random.Random(args.seed * 100003 + i), members, args.span)
             name = f"chaos-{args.seed}-{i}"
             yaml = job_yaml(name, args.workers, args.steps, mode == "elastic", args.rejoin,
-                            args.formation_timeout, args.deadline)
+                            args.formation_timeout, args.deadline, quiet=not args.verbose)
             log = logs / f"run-{args.seed}-{i}.log"
             out = run_once(node, ns, name, yaml, plan, members, args.deadline + 60, log)
             counts[(mode, out.kind)] += 1
