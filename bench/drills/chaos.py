@@ -57,26 +57,42 @@ VERIFIED = re.compile(r"^\[(\S+)\] ringmaster-worker .*: (\d+) steps verified")
 
 
 def job_yaml(name: str, workers: int, steps: int, elastic: bool, rejoin_s: float, timeout_s: int,
-             deadline_s: int, worker: str) -> str:
-    """The drill's job: a chief and `workers` workers, recovery in place."""
+             deadline_s: int, worker: str | None, quiet: bool = True) -> str:
+    """The drill's job: a chief and `workers` workers, recovery in place.
+
+    With `worker` (a path), its program runs as local processes under
+    `ringmaster run`; without, the job is for pods on the testbed's real node
+    (the worker image's own program, chaos_pods.py)."""
     elastic_block = ""
     if elastic:
         elastic_block = f"""
     elastic:
       minWorkers: {max(1, workers - 1)}
       rejoinTimeoutSeconds: {rejoin_s}"""
+    if worker:
+        pod_lines, container_lines, policy_lines = "", f"""
+              command: ["{worker}"]""", ""
+    else:
+        pod_lines = """
+          nodeSelector: {ringmaster.io/node: real}
+          tolerations: [{key: ringmaster.io/real-node, operator: Exists, effect: NoSchedule}]
+          terminationGracePeriodSeconds: 1"""
+        container_lines = """
+              imagePullPolicy: Never"""
+        policy_lines = """
+    cleanPodPolicy: None"""
+    quiet_arg = ', "--quiet"' if quiet else ""
 
     def spec(kind: str, replicas: int) -> str:
         return f"""    {kind}:
       replicas: {replicas}
       restartPolicy: OnFailure
       template:
-        spec:
+        spec:{pod_lines}
           containers:
             - name: trainer
-              image: ghcr.io/ringmaster/worker:0.1.0
-              command: ["{worker}"]
-              args: ["--model", "4x250000", "--steps", "{steps}", "--quiet"]
+              image: ghcr.io/ringmaster/worker:0.1.0{container_lines}
+              args: ["--model", "4x250000", "--steps", "{steps}"{quiet_arg}]
               env:
                 - name: RINGMASTER_FORMATION_TIMEOUT_SECONDS
                   value: "{timeout_s}"
@@ -90,7 +106,7 @@ spec:
   communication:
     timeoutSeconds: {timeout_s}
   runPolicy:
-    backoffLimit: 10
+    backoffLimit: 10{policy_lines}
     activeDeadlineSeconds: {deadline_s}
     recovery: InPlace{elastic_block}
   replicaSpecs:

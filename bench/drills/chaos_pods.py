@@ -49,10 +49,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from chaos import Plan, draw_plan, verdict_kind  # noqa: E402  (the same plans, the same counting)
+from chaos import Plan, draw_plan, job_yaml, verdict_kind  # noqa: E402  (the same plans, jobs, counting)
 
 REPO = Path(__file__).resolve().parents[2]
-IMAGE = "ghcr.io/ringmaster/worker:0.1.0"
 
 
 def kubectl(*args: str, input: str | None = None, check: bool = True) -> str:
@@ -60,50 +59,6 @@ def kubectl(*args: str, input: str | None = None, check: bool = True) -> str:
     if check and p.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)}: {p.stderr.strip()}")
     return p.stdout
-
-
-def job_yaml(name: str, workers: int, steps: int, elastic: bool, rejoin_s: float, timeout_s: int,
-             deadline_s: int, quiet: bool = True) -> str:
-    elastic_block = ""
-    if elastic:
-        elastic_block = f"""
-    elastic:
-      minWorkers: {max(1, workers - 1)}
-      rejoinTimeoutSeconds: {rejoin_s}"""
-
-    def spec(kind: str, replicas: int) -> str:
-        return f"""    {kind}:
-      replicas: {replicas}
-      restartPolicy: OnFailure
-      template:
-        spec:
-          nodeSelector: {{ringmaster.io/node: real}}
-          tolerations: [{{key: ringmaster.io/real-node, operator: Exists, effect: NoSchedule}}]
-          terminationGracePeriodSeconds: 1
-          containers:
-            - name: trainer
-              image: {IMAGE}
-              imagePullPolicy: Never
-              args: ["--model", "4x250000", "--steps", "{steps}"{', "--quiet"' if quiet else ''}]
-              env:
-                - name: RINGMASTER_FORMATION_TIMEOUT_SECONDS
-                  value: "{timeout_s}"
-"""
-
-    return f"""apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
-metadata:
-  name: {name}
-spec:
-  communication:
-    timeoutSeconds: {timeout_s}
-  runPolicy:
-    backoffLimit: 10
-    cleanPodPolicy: None
-    activeDeadlineSeconds: {deadline_s}
-    recovery: InPlace{elastic_block}
-  replicaSpecs:
-{spec("Chief", 1)}{spec("Worker", workers)}"""
 
 
 class Node:
@@ -287,6 +242,8 @@ def main() -> int:
     ap.add_argument("--logs", type=Path, default=None, help="keep every run's log here")
     ap.add_argument("--csv", type=Path, default=None)
     args = ap.parse_args()
+    # A SIGTERM ends the drill through its `finally`: the operator stopped, the namespace deleted.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     for var in ("KUBECONFIG", "RINGMASTER_CONTAINERD_ADDRESS", "RINGMASTER_TESTBED_DIR"):
         if not os.environ.get(var):
             print(f"chaos_pods: {var} is not set: run under `scripts/testbed exec`", file=sys.stderr)
@@ -316,7 +273,7 @@ def main() -> int:
             plan = draw_plan(random.Random(args.seed * 100003 + i), members, args.span)
             name = f"chaos-{args.seed}-{i}"
             yaml = job_yaml(name, args.workers, args.steps, mode == "elastic", args.rejoin,
-                            args.formation_timeout, args.deadline, quiet=not args.verbose)
+                            args.formation_timeout, args.deadline, None, quiet=not args.verbose)
             log = logs / f"run-{args.seed}-{i}.log"
             out = run_once(node, ns, name, yaml, plan, members, args.deadline + 60, log)
             counts[(mode, out.kind)] += 1
