@@ -21,6 +21,8 @@
 //   answer rank=R round=K signer=leader|other       its last Join's answer checked
 //   challenge-seen key_required=yes|no have_key=yes|no
 //   attempt code=C                       a failed attempt (its words as an input line)
+//   out-of-time code=C [earlier=E]       the last attempt failed with C and the time is up;
+//                                        input: its words, then the earlier attempt's (E)
 // The mesh's books (mesh_ledger.h):
 //   mesh rank=R members=N channels=C
 //   connected peer=P channel=C fd=F      ours to a lower rank, or one accepted
@@ -75,7 +77,8 @@ class Harness {
       return "awaiting " + std::to_string(ledger_->expected());
     }
     if (c.command == "connected" || c.command == "accept" || c.command == "mesh-timeout") return Mesh(c);
-    if (c.command == "challenge-seen" || c.command == "attempt") return Follower(c);
+    if (c.command == "challenge-seen" || c.command == "attempt" || c.command == "out-of-time")
+      return Follower(c);
     if (!state_) {
       ADD_FAILURE() << c.Where() << ": `leader` first";
       return "";
@@ -176,6 +179,13 @@ class Harness {
     if (c.command == "challenge-seen") {
       return StatusText(CheckChallengeAgrees(p, c.Arg("key_required") == "yes", c.Arg("have_key") == "yes"));
     }
+    if (c.command == "out-of-time") {
+      const Status attempt(TranscriptCode(c.Arg("code")), c.input.empty() ? "" : c.input[0]);
+      const std::string e = c.Arg("earlier", "");
+      const Status earlier =
+          e.empty() ? OkStatus() : Status(TranscriptCode(e), c.input.size() > 1 ? c.input[1] : "");
+      return "gives up: " + StatusText(JoinFailed(p, attempt, earlier));
+    }
     const Status attempt(TranscriptCode(c.Arg("code")), InputText(c));
     if (JoinAgain(attempt)) return "asked again";
     return "gives up: " + StatusText(JoinFailed(p, attempt));
@@ -268,6 +278,33 @@ TEST(CheckTable, OnlyAGroupThatHasTheLeaderAndUsInRankOrder) {
               ::testing::HasSubstr("leaves out rank 2"));
   EXPECT_THAT(CheckTable(table({1, 2}), 3, 2, 2).status().message(), ::testing::HasSubstr("rank order"));
   EXPECT_THAT(CheckTable(table({0, 2, 1}), 3, 2, 1).status().message(), ::testing::HasSubstr("rank order"));
+}
+
+// The host of gRPC's peer address, where a follower's Join came from (or
+// where it was answered from); nothing for a form that has none.
+TEST(PeerHost, TheAddressOfAnIpv4OrIpv6PeerNothingElse) {
+  EXPECT_EQ(PeerHost("ipv4:10.0.0.5:5555"), "10.0.0.5");
+  EXPECT_EQ(PeerHost("ipv6:[::1]:5555"), "::1");
+  EXPECT_EQ(PeerHost("ipv6:[fd00::7]:2222"), "fd00::7");
+  EXPECT_EQ(PeerHost("unix:/tmp/sock"), "");
+  EXPECT_EQ(PeerHost("ipv4:10.0.0.5"), "");
+  EXPECT_EQ(PeerHost(""), "");
+}
+
+// The leader's entry (its TF_CONFIG name) becomes the address that answered
+// our Join; the other entries and an unknown answer leave the table as it is.
+TEST(UseLeaderAddress, TheLeadersEntryGoesWhereTheJoinWasAnswered) {
+  Table t;
+  t.members = {MemberEntry{0, "/job:chief/task:0", "chief-0.job", 1, 1},
+               MemberEntry{1, "/job:worker/task:0", "10.0.0.2", 2, 2}};
+  UseLeaderAddress(t, "");
+  EXPECT_EQ(t.members[0].data_host, "chief-0.job");
+  UseLeaderAddress(t, "10.0.0.9");
+  EXPECT_EQ(t.members[0].data_host, "10.0.0.9");
+  EXPECT_EQ(t.members[1].data_host, "10.0.0.2");
+  Table empty;
+  UseLeaderAddress(empty, "10.0.0.9");
+  EXPECT_TRUE(empty.members.empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, BootstrapTranscript,

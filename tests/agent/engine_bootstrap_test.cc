@@ -136,19 +136,46 @@ TEST(LocalBootstrap, ATimeoutNamesTheMemberThatNeverCame) {
             "/job:chief/task:0)");
 }
 
-TEST(LocalBootstrap, TheDataMeshFormsOverItWithoutGrpc) {
-  LocalBootstrapHub hub(kNames, kKey);
-  const internal::JobKey key(kKey);
-  internal::RefusalLog refusals("test");
+// Every member forms its mesh at once over `hub`, with its configured hosts
+// set to `host`; the meshes in rank order.
+std::vector<StatusOr<internal::Mesh>> FormLoopbackMeshes(LocalBootstrapHub& hub, const internal::JobKey& key,
+                                                         internal::RefusalLog& refusals, double timeout_s,
+                                                         const std::string& host = "127.0.0.1") {
   std::vector<StatusOr<internal::Mesh>> meshes(3, InternalError("not run"));
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
       auto bootstrap = hub.Member(r, kKey);
-      meshes[r] = internal::FormMesh(LoopbackMesh(r, 100 + r, key, refusals, 30), *bootstrap);
+      auto c = LoopbackMesh(r, 100 + r, key, refusals, timeout_s);
+      c.hosts.assign(3, host);
+      meshes[r] = internal::FormMesh(c, *bootstrap);
     });
   }
   for (auto& t : threads) t.join();
+  return meshes;
+}
+
+TEST(LocalBootstrap, TheDataMeshFormsOverItWithoutGrpc) {
+  LocalBootstrapHub hub(kNames, kKey);
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  auto meshes = FormLoopbackMeshes(hub, key, refusals, 30);
+  ExpectFullMeshesAndClose(meshes, 101u);
+  EXPECT_EQ(refusals.count(), 0u);
+}
+
+// A replaced pod's name gives its old address for seconds: the mesh connects
+// where the round's table lists each member (the address its Join came from;
+// the leader, where the Join was answered), never to the configured names.
+// Here every configured host is an address where nobody listens
+// (192.0.2.1, TEST-NET-1); the members are reached on loopback.
+TEST(LocalBootstrap, TheDataMeshGoesWhereTheTableListsEachMember) {
+  const double timeout_s = 20;  // connecting to the configured hosts fails after this long
+  LocalBootstrapHub hub(kNames, kKey, timeout_s);
+  hub.SeeEveryoneAt("127.0.0.1");
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  auto meshes = FormLoopbackMeshes(hub, key, refusals, timeout_s, "192.0.2.1");
   ExpectFullMeshesAndClose(meshes, 101u);
   EXPECT_EQ(refusals.count(), 0u);
 }
@@ -181,7 +208,9 @@ TEST_P(LeftRound, ARestartedMembersDeadEntryEndsItsRoundAndTheGroupFormsWithItsN
         hub.Member(dead, kKey)
             ->Exchange(MemberEntry{dead, kNames[dead], "127.0.0.1", port, 900}, DeadlineAfter(timeout_s));
     EXPECT_TRUE(table.ok()) << table.status().ToString();
-    if (table.ok()) EXPECT_EQ(table->incarnation, 101u);
+    if (table.ok()) {
+      EXPECT_EQ(table->incarnation, 101u);
+    }
     int fd = *lfd;
     internal::CloseFd(fd);
   });

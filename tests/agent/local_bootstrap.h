@@ -33,12 +33,17 @@ class LocalBootstrapHub {
     return std::make_unique<LocalMember>(this, rank, key);
   }
   void Shutdown() { hub_.Shutdown(); }
+  // Every Join seems to come from `host`, and every follower's answer from
+  // `host` (as over a network, whatever the members' configured hosts say).
+  void SeeEveryoneAt(std::string host) { seen_host_ = std::move(host); }
 
  private:
   class Link final : public internal::LeaderLink {
    public:
     Link(LocalBootstrapHub* hub, std::string host, internal::Deadline deadline)
-        : hub_(hub), host_(std::move(host)), deadline_(deadline) {}
+        : hub_(hub),
+          host_(hub->seen_host_.empty() ? std::move(host) : hub->seen_host_),
+          deadline_(deadline) {}
     Status Challenge(internal::FormationState::ChallengeAnswer* out) override {
       *out = hub_->hub_.Challenge();
       return OkStatus();
@@ -55,6 +60,7 @@ class LocalBootstrapHub {
       }
       return OkStatus();
     }
+    std::string AnsweredFrom() const override { return hub_->seen_host_; }
 
    private:
     LocalBootstrapHub* hub_;
@@ -93,6 +99,7 @@ class LocalBootstrapHub {
   std::vector<std::string> names_;
   internal::JobKey key_;
   double timeout_s_;
+  std::string seen_host_;  // set before any member starts
   std::atomic<uint64_t> next_incarnation_{101};
   internal::FormationHub hub_;
 };

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "bootstrap/join_checks.h"
+#include "bootstrap/join_rules.h"
 
 namespace ringmaster::internal {
 
@@ -65,17 +66,6 @@ Mac TableProof(const JobKey& key, const pb::JoinRequest& req, const pb::JoinResp
 }
 
 namespace {
-
-// "ipv4:127.0.0.1:5555" / "ipv6:[::1]:5555" -> "127.0.0.1" / "::1".
-std::string PeerHost(const std::string& peer) {
-  std::string host;
-  if (auto c = peer.find(':'); c != std::string::npos) {
-    host = peer.substr(c + 1);
-    if (auto last = host.rfind(':'); last != std::string::npos) host = host.substr(0, last);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  }
-  return host;
-}
 
 grpc::Status ToGrpc(const Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), s.message());

@@ -19,10 +19,14 @@ class LeaderLink {
   virtual ~LeaderLink() = default;
   virtual Status Challenge(FormationState::ChallengeAnswer* out) = 0;
   virtual Status Join(const JoinClaim& claim, Table* table, std::string* proof) = 0;
+  // The address the last successful Join was answered from ("" unknown):
+  // where the leader's data listener is (join_rules.h UseLeaderAddress).
+  virtual std::string AnsweredFrom() const { return ""; }
 };
 
 // `claim` holds the member's own fields; the nonces and proof are filled in
-// per attempt. Attempts stop at `retry_until`.
+// per attempt. Attempts stop at `retry_until`; the pause between them grows
+// from 0.2 s to 1 s, so a leader that is slow to come up is not flooded.
 StatusOr<Table> JoinThrough(LeaderLink& link, const JoinParties& parties, const JobKey& key, JoinClaim claim,
                             Deadline retry_until);
 

@@ -24,15 +24,34 @@ bool JoinAgain(const Status& attempt) {
           attempt.message().find("challenge") != std::string::npos);
 }
 
-Status JoinFailed(const JoinParties& p, const Status& attempt) {
-  if (attempt.code() == StatusCode::kDeadlineExceeded) {
+Status JoinFailed(const JoinParties& p, const Status& attempt, const Status& earlier) {
+  const bool unanswered = JoinAgain(attempt);  // still not there when the time ran out
+  if (attempt.code() == StatusCode::kDeadlineExceeded || unanswered) {
     if (attempt.message().rfind("group formation", 0) == 0) return DeadlineExceededError(attempt.message());
+    const std::string why = unanswered ? attempt.message() : earlier.ok() ? "" : earlier.message();
     return DeadlineExceededError("group formation timed out after " + FormatSeconds(p.timeout_s) +
-                                 ": missing " + p.leader + " (the leader at " + p.target +
-                                 " did not answer)");
+                                 ": missing " + p.leader + " (the leader at " + p.target + " did not answer" +
+                                 (why.empty() ? "" : ": " + why) + ")");
   }
   return Status(attempt.code(), "group formation: the leader " + p.leader + " at " + p.target + " refused " +
                                     p.me + ": " + attempt.message());
+}
+
+std::string PeerHost(const std::string& peer) {
+  const bool v4 = peer.rfind("ipv4:", 0) == 0, v6 = peer.rfind("ipv6:", 0) == 0;
+  if (!v4 && !v6) return "";
+  std::string host = peer.substr(5);
+  const auto last = host.rfind(':');
+  if (last == std::string::npos) return "";
+  host.resize(last);
+  if (v6 && host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return host;
+}
+
+void UseLeaderAddress(Table& table, const std::string& answered_from) {
+  if (answered_from.empty() || table.members.empty()) return;
+  table.members.front().data_host = answered_from;
 }
 
 Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& claim, const Table& table,

@@ -27,9 +27,19 @@ Status CheckChallengeAgrees(const JoinParties& p, bool key_required, bool have_k
 // whose challenge expired under a flood, is asked again until the deadline.
 bool JoinAgain(const Status& attempt);
 // What the member reports when its Join failed for good: the leader's own
-// timeout words (naming who is missing) or ours naming the leader, or the
-// leader's refusal.
-Status JoinFailed(const JoinParties& p, const Status& attempt);
+// timeout words (naming who is missing); ours naming the leader when it never
+// answered, with why (`attempt`'s words, or those of the `earlier` attempt
+// when the last one only ran out of time: a DNS failure, a refused or
+// never-made connection); or the leader's refusal.
+Status JoinFailed(const JoinParties& p, const Status& attempt, const Status& earlier = OkStatus());
+// The host of a gRPC peer address: "ipv4:10.0.0.5:5555" -> "10.0.0.5",
+// "ipv6:[::1]:5555" -> "::1"; "" for any other form.
+std::string PeerHost(const std::string& peer);
+// The leader lists itself under its TF_CONFIG host, a name. When its pod is
+// replaced, that name keeps giving the old pod's address for seconds, while
+// the address our Join was answered from is the leader itself: the mesh
+// connects there. `answered_from` empty: the table is left as it is.
+void UseLeaderAddress(Table& table, const std::string& answered_from);
 // Takes the table only from the real leader (a keyed group) with one entry
 // per member.
 Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& claim, const Table& table,

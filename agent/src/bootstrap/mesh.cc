@@ -272,7 +272,9 @@ StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline dea
   for (const auto& m : table->members) {
     mesh.members.push_back(m.rank);
     g.names.push_back(c.names[m.rank]);
-    g.hosts.push_back(c.hosts[m.rank]);
+    // Where the table lists it: the address its Join came from (the leader:
+    // where our Join was answered), not its name, which lags a replaced pod.
+    g.hosts.push_back(m.data_host.empty() ? c.hosts[m.rank] : m.data_host);
   }
   MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels);
   Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger, bootstrap);

@@ -14,7 +14,10 @@ namespace ringmaster::internal {
 struct MemberEntry {
   int rank = 0;
   std::string task_name;
-  std::string data_host;  // as the leader saw the Join come in (its own: its TF_CONFIG host)
+  // As the leader saw the Join come in (its own: its TF_CONFIG host, which a
+  // follower replaces by the address its Join was answered from); the mesh
+  // connects there (join_rules.h UseLeaderAddress).
+  std::string data_host;
   int data_port = 0;
   uint64_t process_id = 0;  // random per process: a restarted member is a new one
 };

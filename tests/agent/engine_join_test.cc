@@ -1,0 +1,189 @@
+// A follower's Join over gRPC to a real leader's control service, with the
+// leader's name looked up through a DNS server of the test's own (gRPC's
+// dns://SERVER/NAME target): a name that first gives a dead address, as a
+// replaced pod's name does for seconds, and a name that never resolves.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "bootstrap/agent_bootstrap.h"
+#include "bootstrap/join_client.h"
+#include "free_ports.h"
+
+namespace ringmaster {
+namespace {
+
+using internal::DeadlineAfter;
+using internal::MemberEntry;
+
+const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0"};
+const std::string kKey = "0123456789abcdef0123456789abcdef";
+
+// A DNS server on 127.0.0.1 (UDP): `answer(name, n)` gives the A record for
+// the n-th A query (from 0) of `name`, or nothing for NXDOMAIN. Other
+// questions (AAAA) get an empty answer. TTL 0: nothing is cached.
+class TinyDns {
+ public:
+  using Answer = std::function<std::optional<std::string>(const std::string& name, int n)>;
+  explicit TinyDns(Answer answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      ADD_FAILURE() << "cannot bind the DNS server";
+      return;
+    }
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~TinyDns() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // gRPC's target for `name` through this server.
+  std::string Target(const std::string& name) const {
+    return "dns://127.0.0.1:" + std::to_string(port_) + "/" + name;
+  }
+  int a_queries() const { return a_queries_; }
+
+ private:
+  void Serve() {
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      unsigned char q[512];
+      sockaddr_in from{};
+      socklen_t flen = sizeof from;
+      const ssize_t n = ::recvfrom(fd_, q, sizeof q, 0, reinterpret_cast<sockaddr*>(&from), &flen);
+      if (n < 17) continue;
+      // The question: labels from byte 12, then QTYPE and QCLASS.
+      std::string name;
+      size_t i = 12;
+      while (i < static_cast<size_t>(n) && q[i] != 0) {
+        const size_t l = q[i];
+        if (i + 1 + l >= static_cast<size_t>(n)) break;
+        name += (name.empty() ? "" : ".") + std::string(reinterpret_cast<char*>(q + i + 1), l);
+        i += 1 + l;
+      }
+      const size_t qend = i + 5;  // the zero label, QTYPE, QCLASS
+      if (qend > static_cast<size_t>(n)) continue;
+      const int qtype = q[i + 1] << 8 | q[i + 2];
+      std::optional<std::string> ip;
+      bool nxdomain = false;
+      if (qtype == 1) {
+        ip = answer_(name, a_queries_++);
+        nxdomain = !ip;
+      } else {
+        nxdomain = !answer_(name, -1);  // a name we do not know at all
+      }
+      std::vector<unsigned char> r(q, q + qend);
+      r[2] = 0x81 | (q[2] & 0x01);    // a response, recursion desired as asked
+      r[3] = nxdomain ? 0x83 : 0x80;  // recursion available; NXDOMAIN or NOERROR
+      r[6] = 0, r[7] = ip ? 1 : 0;    // ANCOUNT
+      r[8] = r[9] = r[10] = r[11] = 0;
+      if (ip) {
+        in_addr addr{};
+        ::inet_pton(AF_INET, ip->c_str(), &addr);
+        const unsigned char rr[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4};
+        r.insert(r.end(), rr, rr + sizeof rr);
+        const auto* b = reinterpret_cast<const unsigned char*>(&addr.s_addr);
+        r.insert(r.end(), b, b + 4);
+      }
+      ::sendto(fd_, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), flen);
+    }
+  }
+  Answer answer_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> a_queries_{0};
+  std::thread thread_;
+};
+
+// The leader (rank 0) serving on `port` and exchanging its own entry, in a
+// thread; its table when joined.
+struct Leader {
+  Leader(int port, const internal::JobKey& key, internal::RefusalLog& refusals, double timeout_s) {
+    internal::AgentBootstrapConfig c;
+    c.rank = 0;
+    c.names = kNames;
+    c.hosts = {"leader.test", "127.0.0.1"};
+    c.own_port = c.leader_port = port;
+    c.timeout_s = timeout_s;
+    c.key = &key;
+    c.refusals = &refusals;
+    auto b = internal::StartAgentBootstrap(c);
+    EXPECT_TRUE(b.ok()) << b.status().ToString();
+    if (!b.ok()) return;
+    bootstrap = std::move(*b);
+    thread = std::thread([this, timeout_s] {
+      table =
+          bootstrap->Exchange(MemberEntry{0, kNames[0], "leader.test", 4000, 1}, DeadlineAfter(timeout_s));
+    });
+  }
+  ~Leader() {
+    if (thread.joinable()) thread.join();
+  }
+  std::unique_ptr<internal::Bootstrap> bootstrap;
+  StatusOr<internal::Table> table = InternalError("not run");
+  std::thread thread;
+};
+
+// The leader's name first gives an address where it is not (192.0.2.1,
+// TEST-NET-1: the connection hangs or fails), then its own. The follower
+// must look the name up again rather than keep the first answer for the
+// whole formation, and its mesh goes where its Join was answered.
+TEST(GrpcJoin, ALeadersStaleAddressIsLookedUpAgain) {
+  const double timeout_s = 20;  // a client that keeps the first answer fails after this long
+  TinyDns dns([](const std::string& name, int n) -> std::optional<std::string> {
+    if (name != "leader.test") return std::nullopt;
+    return n <= 0 ? "192.0.2.1" : "127.0.0.1";
+  });
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  const int port = internal::FreeLocalPorts(1)[0];
+  Leader leader(port, key, refusals, timeout_s);
+  internal::GrpcJoinBootstrap follower(kNames, dns.Target("leader.test"), port, &key, timeout_s);
+  auto table = follower.Exchange(MemberEntry{1, kNames[1], "127.0.0.1", 4001, 2}, DeadlineAfter(timeout_s));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  ASSERT_EQ(table->members.size(), 2u);
+  EXPECT_EQ(table->members[0].data_host, "127.0.0.1");  // where it answered, not its name
+  EXPECT_EQ(table->members[1].data_host, "127.0.0.1");  // where our Join came from
+  EXPECT_GE(dns.a_queries(), 2);
+  leader.thread.join();
+  ASSERT_TRUE(leader.table.ok()) << leader.table.status().ToString();
+  EXPECT_EQ(leader.table->members[0].data_host, "leader.test");  // the leader lists itself by name
+  EXPECT_EQ(leader.table->incarnation, table->incarnation);
+}
+
+// A name that never resolves: the follower fails at its deadline naming the
+// leader and the DNS failure, not "refused" and not a bare timeout.
+TEST(GrpcJoin, ALeaderWhoseNameNeverResolvesIsNamedWithTheDnsFailure) {
+  TinyDns dns([](const std::string&, int) -> std::optional<std::string> { return std::nullopt; });
+  const internal::JobKey key(kKey);
+  const int port = internal::FreeLocalPorts(1)[0];
+  internal::GrpcJoinBootstrap follower(kNames, dns.Target("nowhere.test"), port, &key, 3);
+  auto table = follower.Exchange(MemberEntry{1, kNames[1], "127.0.0.1", 4001, 2}, DeadlineAfter(3));
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().code(), StatusCode::kDeadlineExceeded) << table.status().ToString();
+  EXPECT_THAT(table.status().message(),
+              ::testing::AllOf(::testing::HasSubstr("missing /job:chief/task:0"),
+                               ::testing::HasSubstr("nowhere.test"), ::testing::HasSubstr("did not answer: "),
+                               ::testing::HasSubstr("DNS")));
+  EXPECT_GE(dns.a_queries(), 1);
+}
+
+}  // namespace
+}  // namespace ringmaster
