@@ -90,10 +90,13 @@ def test_strategy_stalled_worker_gives_deadline_exceeded(op_library, outdir, mod
     for r in results[:2]:
         assert r.returncode == 0 and r.report, r
         assert r.report["outcome"] == "DeadlineExceededError", r
-        # The timeout fired (not another error, not a hang). The T + 1 s promise
-        # is the drills' to measure (bench/, an idle machine): here, a test beside
-        # others on two cores must not fail by milliseconds of TensorFlow's dispatch.
-        assert 0.9 * r.report["timeout"] <= r.report["elapsed"] <= r.report["timeout"] + 5.0, r.report
+        # Not a hang. The T + 1 s promise is the drills' to measure (bench/, an
+        # idle machine): here, a test beside others on two cores must not fail
+        # by milliseconds of TensorFlow's dispatch.
+        assert r.report["elapsed"] <= r.report["timeout"] + 5.0, r.report
+    # The timeout fired: the member whose deadline came first waited all of it
+    # (the other may enter later and hear of the abort sooner than T).
+    assert max(r.report["elapsed"] for r in results[:2]) >= results[0].report["timeout"] - 0.05, results
     assert any("/job:worker/task:1" in r.report["message"] for r in results[:2]), [r.report for r in results]
 
 
