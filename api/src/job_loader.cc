@@ -9,20 +9,13 @@
 #include <unordered_map>
 
 #include "ringmaster/job.h"
+#include "yaml_document.h"
 
 namespace ringmaster {
+namespace internal {
 namespace {
 
 using json = nlohmann::json;
-
-struct Mark {
-  int line = 0, column = 0;  // 1-based
-};
-using MarkMap = std::unordered_map<std::string, Mark>;
-// Where each field's value starts, and where its key is written.
-struct Marks {
-  MarkMap values, keys;
-};
 
 std::string Join(const std::string& base, const std::string& key) {
   return base.empty() ? key : base + "." + key;
@@ -119,6 +112,8 @@ std::vector<YAML::Node> LoadAllDocuments(const std::string& text) {
   return YAML::LoadAll(text);
 }
 
+}  // namespace
+
 // Errors name a path that may not exist in the text (a missing field): point
 // at its nearest written ancestor.
 void Locate(FieldError& e, const Marks& marks) {
@@ -141,7 +136,39 @@ void Locate(FieldError& e, const Marks& marks) {
   }
 }
 
-}  // namespace
+std::string DocumentKind(const json& object) {
+  if (!object.is_object()) return "";
+  // Not value("kind", ""): that throws for `kind:` with no value (null) or a number.
+  auto kind = object.find("kind");
+  return kind != object.end() && kind->is_string() ? kind->get<std::string>() : "";
+}
+
+StatusOr<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text, std::string_view source_name) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = LoadAllDocuments(std::string(text));
+  } catch (const YAML::Exception& e) {
+    FieldError err{"", e.msg, e.mark.line + 1, e.mark.column + 1};
+    if (e.mark.is_null()) err.line = err.column = 0;
+    return InvalidArgumentError(FormatFieldError(err, source_name) + " (not valid YAML or JSON)");
+  }
+  std::vector<YamlDocument> out;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    if (docs[i].IsNull()) continue;  // an empty document between two `---`
+    YamlDocument doc;
+    doc.index = static_cast<int>(i);
+    try {
+      doc.object = Convert(docs[i], "", doc.marks);
+    } catch (const YAML::Exception& e) {
+      return InvalidArgumentError(
+          FormatFieldError({"", e.msg, e.mark.line + 1, e.mark.column + 1}, source_name));
+    }
+    out.push_back(std::move(doc));
+  }
+  return out;
+}
+
+}  // namespace internal
 
 std::string FormatFieldError(const FieldError& e, std::string_view source) {
   std::string out(source);
@@ -152,33 +179,15 @@ std::string FormatFieldError(const FieldError& e, std::string_view source) {
 }
 
 StatusOr<std::vector<LoadedJob>> LoadJobs(std::string_view text, std::string_view source_name) {
-  std::vector<YAML::Node> docs;
-  try {
-    docs = LoadAllDocuments(std::string(text));
-  } catch (const YAML::Exception& e) {
-    FieldError err{"", e.msg, e.mark.line + 1, e.mark.column + 1};
-    if (e.mark.is_null()) err.line = err.column = 0;
-    return InvalidArgumentError(FormatFieldError(err, source_name) + " (not valid YAML or JSON)");
-  }
+  auto docs = internal::ParseYamlDocuments(text, source_name);
+  if (!docs.ok()) return docs.status();
   std::vector<LoadedJob> jobs;
-  for (size_t i = 0; i < docs.size(); ++i) {
-    if (docs[i].IsNull()) continue;  // an empty document between two `---`
-    Marks marks;
-    json obj;
-    try {
-      obj = Convert(docs[i], "", marks);
-    } catch (const YAML::Exception& e) {
-      return InvalidArgumentError(
-          FormatFieldError({"", e.msg, e.mark.line + 1, e.mark.column + 1}, source_name));
-    }
-    if (obj.is_object()) {
-      // Not value("kind", ""): that throws for `kind:` with no value (null) or a number.
-      auto kind = obj.find("kind");
-      if (kind == obj.end() || !kind->is_string() || *kind != kKind) continue;
-    }
-    LoadedJob loaded = DecodeJob(obj);
-    loaded.document_index = static_cast<int>(i);
-    for (auto& err : loaded.errors) Locate(err, marks);
+  for (const auto& doc : *docs) {
+    // A non-object document is decoded, so that its error is reported.
+    if (doc.object.is_object() && internal::DocumentKind(doc.object) != kKind) continue;
+    LoadedJob loaded = DecodeJob(doc.object);
+    loaded.document_index = doc.index;
+    for (auto& err : loaded.errors) internal::Locate(err, doc.marks);
     jobs.push_back(std::move(loaded));
   }
   if (jobs.empty()) {

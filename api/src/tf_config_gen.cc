@@ -5,10 +5,144 @@
 namespace ringmaster {
 namespace {
 
-// ordered_json keeps insertion order, which is how Go writes struct fields.
-using ojson = nlohmann::ordered_json;
+// The length of the valid UTF-8 sequence at the start of `s`, or 0 when it
+// is not one (Go's utf8.DecodeRuneInString then returns RuneError, size 1):
+// no overlong forms, no surrogates, nothing above U+10FFFF.
+size_t Utf8Length(std::string_view s, uint32_t* rune) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (s.size() < n || b(1) < lo || b(1) > hi) return 0;
+  for (size_t i = 2; i < n; ++i) {
+    if (b(i) < 0x80 || b(i) > 0xBF) return 0;
+  }
+  uint32_t r = c & (0x7F >> n);
+  for (size_t i = 1; i < n; ++i) r = (r << 6) | (b(i) & 0x3F);
+  *rune = r;
+  return n;
+}
+
+void AppendStrings(std::string& out, const std::vector<std::string>& list) {
+  out += '[';
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (i) out += ',';
+    out += GoJsonString(list[i]);
+  }
+  out += ']';
+}
 
 }  // namespace
+
+std::string GoJsonString(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "\"";
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+        case '\\':
+          out += '\\';
+          out += static_cast<char>(c);
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          // Other control bytes, and <, > and & (Go escapes HTML by default).
+          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    uint32_t rune = 0;
+    const size_t n = Utf8Length(text.substr(i), &rune);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+    } else if (rune == 0x2028 || rune == 0x2029) {
+      out += rune == 0x2028 ? "\\u2028" : "\\u2029";
+      i += n;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out + "\"";
+}
+
+std::string RenderTfConfig(std::vector<TfClusterJob> cluster, std::string_view task_type, int task_index,
+                           bool sparse) {
+  // Go writes a map's keys sorted (by bytes); a struct's fields in order.
+  std::stable_sort(cluster.begin(), cluster.end(),
+                   [](const TfClusterJob& a, const TfClusterJob& b) { return a.name < b.name; });
+  const auto find = [&](std::string_view name) -> const TfClusterJob* {
+    for (const auto& j : cluster) {
+      if (j.name == name) return &j;
+    }
+    return nullptr;
+  };
+  const std::string task =
+      "\"task\":{\"type\":" + GoJsonString(task_type) + ",\"index\":" + std::to_string(task_index) + "}";
+  std::string out = "{\"cluster\":{";
+  if (sparse) {
+    // SparseClusterSpec{Worker map[int32]string; PS []string}.
+    const TfClusterJob* mine = find(task_type);
+    const bool in_range = mine && task_index >= 0 && static_cast<size_t>(task_index) < mine->addresses.size();
+    out += "\"worker\":{";
+    if (task_type == "worker" && in_range) {
+      out += "\"" + std::to_string(task_index) + "\":" + GoJsonString(mine->addresses[task_index]);
+    }
+    out += "},\"ps\":";
+    std::vector<std::string> ps;
+    if (task_type == "ps") {
+      if (in_range) ps.push_back(mine->addresses[task_index]);
+    } else if (task_type == "worker") {
+      if (const TfClusterJob* all = find("ps")) ps = all->addresses;
+    }
+    AppendStrings(out, ps);
+    return out + "}," + task + "}";
+  }
+  for (size_t i = 0; i < cluster.size(); ++i) {
+    if (i) out += ',';
+    out += GoJsonString(cluster[i].name) + ":";
+    AppendStrings(out, cluster[i].addresses);
+  }
+  return out + "}," + task + ",\"environment\":\"cloud\"}";
+}
 
 std::string ReplicaAddress(const DistributedJob& job, ReplicaType type, int index,
                            const TfConfigOptions& opts) {
@@ -27,43 +161,18 @@ StatusOr<std::string> GenerateTfConfig(const DistributedJob& job, ReplicaType ty
                                 std::string(ReplicaTypeName(type)) + " replicas");
   }
   auto addr = [&](ReplicaType t, int i) { return address ? address(t, i) : ReplicaAddress(job, t, i, opts); };
-
-  // Go sorts map keys: collect the lower-case names, then sort.
-  std::vector<ReplicaType> types;
+  // The Evaluator is left out of the cluster: it is not part of training.
+  std::vector<TfClusterJob> cluster;
   for (ReplicaType t : kAllReplicaTypes) {
-    if (t != ReplicaType::kEvaluator && job.Find(t)) types.push_back(t);
-  }
-  std::sort(types.begin(), types.end(),
-            [](ReplicaType a, ReplicaType b) { return ReplicaTypeLower(a) < ReplicaTypeLower(b); });
-
-  ojson task = {{"type", ReplicaTypeLower(type)}, {"index", index}};
-  ojson out = ojson::object();
-  if (opts.sparse) {
-    // Each task knows only itself and the PS tasks (Kubeflow's SparseClusterSpec).
-    ojson worker = ojson::object();
-    ojson ps = ojson::array();
-    if (type == ReplicaType::kWorker) {
-      worker[std::to_string(index)] = addr(type, index);
-      for (int i = 0; i < job.Replicas(ReplicaType::kPS); ++i) ps.push_back(addr(ReplicaType::kPS, i));
-    } else if (type == ReplicaType::kPS) {
-      ps.push_back(addr(type, index));
+    if (t == ReplicaType::kEvaluator || !job.Find(t)) continue;
+    TfClusterJob j{std::string(ReplicaTypeLower(t)), {}};
+    // In sparse form only this task's and the PS tasks' addresses are used.
+    if (!opts.sparse || t == type || t == ReplicaType::kPS) {
+      for (int i = 0; i < job.Replicas(t); ++i) j.addresses.push_back(addr(t, i));
     }
-    out["cluster"] = {{"worker", worker}, {"ps", ps}};
-    out["task"] = task;
-  } else {
-    ojson cluster = ojson::object();
-    for (ReplicaType t : types) {
-      ojson list = ojson::array();
-      for (int i = 0; i < job.Replicas(t); ++i) list.push_back(addr(t, i));
-      cluster[std::string(ReplicaTypeLower(t))] = list;
-    }
-    out["cluster"] = cluster;
-    out["task"] = task;
-    out["environment"] = "cloud";
+    cluster.push_back(std::move(j));
   }
-  // Bytes that are not UTF-8 (a --namespace or --cluster-domain argument)
-  // become U+FFFD rather than an exception.
-  return out.dump(-1, ' ', false, ojson::error_handler_t::replace);
+  return RenderTfConfig(std::move(cluster), ReplicaTypeLower(type), index, opts.sparse);
 }
 
 }  // namespace ringmaster

@@ -68,11 +68,29 @@ TEST(GenerateTfConfig, ClusterDomainAndPort) {
   EXPECT_NE(got->find(R"("ps":["mnist-ps-0.mnist.ns1.svc.cluster.local:3333"])"), std::string::npos) << *got;
 }
 
-// A command-line namespace is any bytes: not UTF-8, it is replaced, not thrown on.
+// A command-line namespace is any bytes: not UTF-8, it is replaced, not
+// thrown on, and spelled as Go's encoding/json spells the replacement.
 TEST(GenerateTfConfig, BytesThatAreNotUtf8DoNotThrow) {
   auto got = GenerateTfConfig(FullJob(), ReplicaType::kPS, 0, {.namespace_ = "ns\x8e"});
   ASSERT_TRUE(got.ok());
-  EXPECT_NE(got->find(".ns\xef\xbf\xbd.svc:"), std::string::npos) << *got;
+  EXPECT_NE(got->find(".ns\\ufffd.svc:"), std::string::npos) << *got;
+  EXPECT_TRUE(ParseTfConfig(*got).ok());
+}
+
+// Go's encoding/json, byte for byte: HTML characters, U+2028/U+2029 and
+// control bytes escaped (\b and \f short, as since Go 1.22); valid UTF-8 kept;
+// each byte of a bad sequence (overlong, surrogate, truncated) is one \ufffd.
+TEST(GoJsonString, EscapesAsGoDoes) {
+  EXPECT_EQ(GoJsonString("a\"b\\c"), R"("a\"b\\c")");
+  EXPECT_EQ(GoJsonString("<&>"), R"("\u003c\u0026\u003e")");
+  EXPECT_EQ(GoJsonString("\b\f\n\r\t\x01\x1f\x7f"), "\"\\b\\f\\n\\r\\t\\u0001\\u001f\x7f\"");
+  EXPECT_EQ(GoJsonString("\xe2\x80\xa8\xe2\x80\xa9"), R"("\u2028\u2029")");
+  EXPECT_EQ(GoJsonString("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"), "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  EXPECT_EQ(GoJsonString("\xc0\xaf"), R"("\ufffd\ufffd")");                      // overlong '/'
+  EXPECT_EQ(GoJsonString("\xed\xa0\x80"), R"("\ufffd\ufffd\ufffd")");            // a surrogate
+  EXPECT_EQ(GoJsonString("\xe2\x82"), R"("\ufffd\ufffd")");                      // truncated
+  EXPECT_EQ(GoJsonString("\xf4\x90\x80\x80"), R"("\ufffd\ufffd\ufffd\ufffd")");  // above U+10FFFF
+  EXPECT_EQ(GoJsonString(std::string_view("\0", 1)), R"("\u0000")");
 }
 
 TEST(GenerateTfConfig, SparseForm) {
