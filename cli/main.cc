@@ -1,5 +1,6 @@
 // The `ringmaster` command: validate, tfconfig, run (the embedded default:
-// a job file as local processes), bench.
+// a job file as local processes), convert, bench. Job files hold
+// DistributedJobs or Kubeflow TFJobs (kubeflow.org/v1), told apart by kind.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,7 @@
 #include "number_flag.h"
 #include "ringmaster/job.h"
 #include "ringmaster/tf_config_gen.h"
+#include "ringmaster/tfjob.h"
 
 #ifndef RINGMASTER_VERSION
 #define RINGMASTER_VERSION "0.0.0"
@@ -33,16 +35,27 @@ constexpr int kExitUsage = 2;
 constexpr char kDescription[] =
     R"(ringmaster: runs TensorFlow-style distributed jobs. The DistributedJob file you
 would `kubectl apply` runs here as local processes, or on Kubernetes via the
-operator. FILE is a path, or - for standard input; -f FILE works too, as with
-kubectl. Options take --name VALUE or --name=VALUE alike.)";
+operator; so does a Kubeflow TFJob (kubeflow.org/v1). FILE is a path, or - for
+standard input; -f FILE works too, as with kubectl. Options take --name VALUE
+or --name=VALUE alike.)";
 
 constexpr char kValidateHelp[] =
-    R"(Loads every DistributedJob document in FILE (YAML or JSON, `---` separated),
-applies defaults and validates it. Exit 0 when all are valid; otherwise each
-problem is printed as FILE:LINE:COLUMN: FIELD: MESSAGE and the exit code is 1.)";
+    R"(Loads every DistributedJob and TFJob document in FILE (YAML or JSON, `---`
+separated), applies defaults and validates it. Exit 0 when all are valid;
+otherwise each problem is printed as FILE:LINE:COLUMN: FIELD: MESSAGE and the
+exit code is 1.)";
 
 constexpr char kTfConfigHelp[] =
-    "Prints the TF_CONFIG JSON that the operator injects into that replica's pod.";
+    R"(Prints the TF_CONFIG JSON that the operator injects into that replica's pod.
+For a TFJob: what Kubeflow's training-operator injects, byte for byte (one
+Service per replica, every replica type in the cluster, the sparse form with
+enableDynamicWorker); a job of one replica gets none, and nothing is printed.)";
+
+constexpr char kConvertHelp[] =
+    R"(Prints the DistributedJob equivalent to each TFJob in FILE, as YAML that
+`ringmaster validate` accepts. Ringmaster's annotations on the TFJob
+(ringmaster.io/...) become fields. What changes meaning on the way is listed
+in comments at the top of each document, as FILE:LINE:COLUMN: FIELD: NOTE.)";
 
 constexpr char kRunHelp[] = R"(Runs every replica's first container (command + args; the image is ignored)
 as a local process with its env, RINGMASTER_* and a TF_CONFIG on 127.0.0.1.
@@ -81,32 +94,42 @@ std::string SourceName(const std::string& path) {
   return path == "-" ? "<stdin>" : path;
 }
 
-// Loads FILE and picks one job (by --job NAME when there are several).
-// Prints the problems and returns nullopt on failure.
-std::optional<DistributedJob> LoadOne(const std::string& path, const std::string& job_name) {
+// Reads and loads FILE's jobs of both kinds; prints why not and returns
+// nullopt on failure.
+std::optional<std::vector<LoadedAnyJob>> LoadFile(const std::string& path) {
   const std::string source = SourceName(path);
   auto text = ReadFile(path);
   if (!text) {
     std::cerr << "ringmaster: cannot read " << source << "\n";
     return std::nullopt;
   }
-  auto jobs = LoadJobs(*text, source);
+  auto jobs = LoadAnyJobs(*text, source);
   if (!jobs.ok()) {
     std::cerr << jobs.status().message() << "\n";
     return std::nullopt;
   }
-  std::vector<DistributedJob> valid;
+  return std::move(*jobs);
+}
+
+// Loads FILE and picks one job (by --job NAME when there are several); a
+// TFJob comes with its own form. Prints the problems and returns nullopt
+// on failure.
+std::optional<LoadedAnyJob> LoadOne(const std::string& path, const std::string& job_name) {
+  const std::string source = SourceName(path);
+  auto jobs = LoadFile(path);
+  if (!jobs) return std::nullopt;
+  std::vector<LoadedAnyJob> valid;
   bool errors = false;
   for (auto& j : *jobs) {
-    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, source) << "\n";
-    errors |= !j.errors.empty();
-    if (j.job && (job_name.empty() || j.job->name == job_name)) valid.push_back(std::move(*j.job));
+    for (const auto& e : j.loaded.errors) std::cerr << FormatFieldError(e, source) << "\n";
+    errors |= !j.loaded.errors.empty();
+    if (j.loaded.job && (job_name.empty() || j.loaded.job->name == job_name)) valid.push_back(std::move(j));
   }
   if (errors) return std::nullopt;
   if (valid.size() != 1) {
     std::cerr << "ringmaster: " << source << ": "
               << (valid.empty()
-                      ? "no DistributedJob named '" + job_name + "'"
+                      ? "no DistributedJob or TFJob named '" + job_name + "'"
                       : "holds " + std::to_string(valid.size()) + " jobs: choose one with --job NAME")
               << "\n";
     return std::nullopt;
@@ -121,20 +144,23 @@ int Validate(const std::string& path) {
     std::cerr << "ringmaster: cannot read " << source << "\n";
     return 1;
   }
-  auto jobs = LoadJobs(*text, source);
+  auto jobs = LoadAnyJobs(*text, source);
   if (!jobs.ok()) {
     std::cerr << jobs.status().message() << "\n";
     return 1;
   }
   int problems = 0;
   for (const auto& j : *jobs) {
-    for (const auto& e : j.errors) std::cerr << FormatFieldError(e, source) << "\n";
-    problems += static_cast<int>(j.errors.size());
-    if (!j.job) continue;
-    std::cout << source << ": DistributedJob " << j.job->name << " is valid (";
+    for (const auto& e : j.loaded.errors) std::cerr << FormatFieldError(e, source) << "\n";
+    problems += static_cast<int>(j.loaded.errors.size());
+    if (!j.loaded.job) continue;
+    std::cout << source << ": " << j.kind << " " << j.loaded.job->name << " is valid (";
     bool first = true;
-    for (const auto& [type, spec] : j.job->replica_specs) {
-      std::cout << (first ? "" : ", ") << ReplicaTypeName(type) << " x" << spec.replicas;
+    for (const auto& [type, spec] : j.loaded.job->replica_specs) {
+      // A TFJob's Master keeps its name.
+      const bool master = j.tfjob && j.tfjob->chief_is_master && type == ReplicaType::kChief;
+      std::cout << (first ? "" : ", ") << (master ? "Master" : ReplicaTypeName(type)) << " x"
+                << spec.replicas;
       first = false;
     }
     std::cout << ")\n";
@@ -167,10 +193,21 @@ std::string ParseReplica(const std::string& text, ReplicaType* type, int* index)
 
 int TfConfig(TfConfigArgs a) {
   auto& [file, job_name, ns, type, index, opts] = a;
-  auto job = LoadOne(file, job_name);
-  if (!job) return 1;
-  opts.namespace_ = ns.value_or(job->namespace_.empty() ? "default" : job->namespace_);
-  auto out = GenerateTfConfig(*job, type, index, opts);
+  auto loaded = LoadOne(file, job_name);
+  if (!loaded) return 1;
+  const DistributedJob& job = *loaded->loaded.job;
+  opts.namespace_ = ns.value_or(job.namespace_.empty() ? "default" : job.namespace_);
+  if (loaded->tfjob && !TfJobSetsTfConfig(*loaded->tfjob)) {
+    if (index >= job.Replicas(type)) {
+      std::cerr << "ringmaster: replica " << ReplicaTypeName(type) << ":" << index << " does not exist\n";
+      return 1;
+    }
+    std::cerr << "ringmaster: TFJob " << job.name
+              << " has one replica: training-operator sets no TF_CONFIG for it\n";
+    return 0;
+  }
+  auto out = loaded->tfjob ? GenerateTfJobTfConfig(*loaded->tfjob, type, index, opts)
+                           : GenerateTfConfig(job, type, index, opts);
   if (!out.ok()) {
     std::cerr << "ringmaster: " << out.status().message() << "\n";
     return 1;
@@ -188,10 +225,42 @@ std::string BinDir() {
 }
 
 int Run(const std::string& file, const std::string& job_name, cli::LocalRunOptions opts) {
-  auto job = LoadOne(file, job_name);
-  if (!job) return 1;
+  auto loaded = LoadOne(file, job_name);
+  if (!loaded) return 1;
   opts.bin_dir = BinDir();
-  return cli::RunLocally(*job, opts, std::cout);
+  return cli::RunLocally(*loaded->loaded.job, opts, std::cout);
+}
+
+// Each TFJob of FILE as its DistributedJob, `---` between them.
+int Convert(const std::string& path) {
+  const std::string source = SourceName(path);
+  auto jobs = LoadFile(path);
+  if (!jobs) return 1;
+  int problems = 0, converted = 0;
+  std::string out;
+  for (const auto& j : *jobs) {
+    for (const auto& e : j.loaded.errors) std::cerr << FormatFieldError(e, source) << "\n";
+    problems += static_cast<int>(j.loaded.errors.size());
+    if (!j.tfjob) continue;
+    if (converted++) out += "---\n";
+    out += "# The DistributedJob of TFJob " + j.tfjob->job.name + " (ringmaster convert " + source + ")\n";
+    if (!j.tfjob->notes.empty()) out += "# What changes meaning:\n";
+    for (const auto& n : j.tfjob->notes) {
+      FieldError at{n.path, n.message, n.line, n.column};
+      out += "#   " + FormatFieldError(at, source) + "\n";
+    }
+    out += DistributedJobYaml(*j.tfjob);
+  }
+  if (problems) {
+    std::cerr << source << ": " << problems << (problems == 1 ? " problem" : " problems") << "\n";
+    return 1;
+  }
+  if (!converted) {
+    std::cerr << "ringmaster: " << source << ": no TFJob to convert (it holds DistributedJobs already)\n";
+    return 1;
+  }
+  std::cout << out;
+  return 0;
 }
 
 // PATH's dump files: PATH itself, or a directory's *.json (sorted).
@@ -303,6 +372,11 @@ int main(int argc, char** argv) {
   tfconfig->add_flag("--sparse", tf.opts.sparse, "Kubeflow's sparse form for dynamic workers");
   tfconfig->add_option("--job", tf.job_name, "which job, when FILE holds several");
 
+  auto* convert =
+      app.add_subcommand("convert", "print a TFJob's equivalent DistributedJob, with what changes");
+  convert->footer(kConvertHelp);
+  AddFile(convert, &file);
+
   cli::LocalRunOptions run_opts;
   auto* run = app.add_subcommand("run", "run the job's replicas as local processes");
   run->footer(kRunHelp);
@@ -346,7 +420,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return ParseFailed(app, e);
   }
-  for (auto [command, path] : {std::pair{validate, &file}, {tfconfig, &tf.file}, {run, &file}}) {
+  for (auto [command, path] :
+       {std::pair{validate, &file}, {tfconfig, &tf.file}, {run, &file}, {convert, &file}}) {
     if (command->parsed() && path->empty()) {
       std::cerr << "ringmaster: " << command->get_name()
                 << " needs a FILE (a path, - for standard input, or -f FILE)\n(see 'ringmaster "
@@ -357,6 +432,7 @@ int main(int argc, char** argv) {
   if (validate->parsed()) return Validate(file);
   if (tfconfig->parsed()) return TfConfig(std::move(tf));
   if (run->parsed()) return Run(file, job_name, std::move(run_opts));
+  if (convert->parsed()) return Convert(file);
   if (bench->parsed()) return cli::BenchMain(bench->remaining());
   return FlightRecorder(paths, last);
 }

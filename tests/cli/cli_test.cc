@@ -145,6 +145,98 @@ TEST(Cli, TfConfigPrintsKubeflowShape) {
   EXPECT_EQ(Ringmaster("tfconfig " + Src("examples/quickstart.yaml") + " --replica launcher:0").exit_code, 2);
 }
 
+// A Kubeflow TFJob: validate, tfconfig (training-operator's TF_CONFIG,
+// byte for byte), run and convert take it as it is.
+TEST(Cli, TakesAKubeflowTfJob) {
+  const std::string file = Src("tests/cli/jobs/tfjob.yaml");
+  auto r = Ringmaster("validate " + file);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(": TFJob tfjob-cli is valid (Master x1, Worker x2)"), std::string::npos)
+      << r.output;
+
+  // One Service per replica, "master" as written, no job Service in the name.
+  r = Ringmaster("tfconfig " + file + " --replica worker:1 --namespace team");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, R"({"cluster":{"master":["tfjob-cli-master-0.team.svc:2222"],"worker":[)"
+                      R"("tfjob-cli-worker-0.team.svc:2222","tfjob-cli-worker-1.team.svc:2222"]},)"
+                      R"("task":{"type":"worker","index":1},"environment":"cloud"})"
+                      "\n");
+  r = Ringmaster("tfconfig " + file + " --replica master:0 --cluster-domain cluster.local");
+  EXPECT_NE(r.output.find(R"({"cluster":{"master":["tfjob-cli-master-0.default.svc.cluster.local:2222"])"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(R"("task":{"type":"master","index":0})"), std::string::npos) << r.output;
+
+  r = Ringmaster("run " + file);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[chief-0] tf RING 2048"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[worker-1] tf RING 2048"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("sidecar"), std::string::npos) << r.output;
+
+  r = Ringmaster("convert " + file);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("kind: DistributedJob"), std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find("#   " + file + ":15:5: spec.tfReplicaSpecs.Master: becomes the DistributedJob's Chief"),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("implementation: RING"), std::string::npos) << r.output;
+  // What convert prints is a DistributedJob the CLI validates and runs alike.
+  const std::string converted = TempFile("converted.yaml", r.output);
+  auto v = Ringmaster("validate " + converted);
+  EXPECT_EQ(v.exit_code, 0) << v.output << "\n" << r.output;
+  EXPECT_NE(v.output.find(": DistributedJob tfjob-cli is valid (Chief x1, Worker x2)"), std::string::npos)
+      << v.output;
+  v = Ringmaster("run " + converted);
+  EXPECT_EQ(v.exit_code, 0) << v.output;
+  EXPECT_NE(v.output.find("[worker-0] tf RING 2048"), std::string::npos) << v.output;
+  // A file of DistributedJobs has nothing to convert.
+  r = Ringmaster("convert " + Src("examples/quickstart.yaml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no TFJob to convert"), std::string::npos) << r.output;
+}
+
+TEST(Cli, TfJobErrorsNameTheFieldAndLine) {
+  const std::string path = TempFile("bad-tfjob.yaml", R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: bad
+  annotations: {ringmaster.io/recovery: Sometimes}
+spec:
+  runPolicy: {schedulingPolicy: {minResources: {cpu: 1}}}
+  tfReplicaSpecs:
+    Worker:
+      template: {spec: {containers: [{name: main, image: i}]}}
+)");
+  for (const char* command : {"validate", "run", "convert"}) {
+    auto r = Ringmaster(std::string(command) + " " + path);
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_NE(
+        r.output.find(path + ":5:41: metadata.annotations.ringmaster.io/recovery: unknown value 'Sometimes'"),
+        std::string::npos)
+        << command << ": " << r.output;
+    EXPECT_NE(r.output.find(path + ":7:48: spec.runPolicy.schedulingPolicy.minResources: not supported"),
+              std::string::npos)
+        << command << ": " << r.output;
+    EXPECT_NE(
+        r.output.find(path + ":10:37: spec.tfReplicaSpecs.Worker.template.spec.containers: needs a container "
+                             "named tensorflow"),
+        std::string::npos)
+        << command << ": " << r.output;
+  }
+  // One replica: training-operator sets no TF_CONFIG, so none is printed.
+  const std::string single = TempFile("single-tfjob.yaml", R"(apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {name: single}
+spec:
+  tfReplicaSpecs: {Worker: {template: {spec: {containers: [{name: tensorflow, image: i}]}}}}
+)");
+  auto r = Ringmaster("tfconfig " + single + " --replica worker:0");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "ringmaster: TFJob single has one replica: training-operator sets no TF_CONFIG for it\n");
+}
+
 TEST(Cli, BenchRunsOneProcessPerRankAndChecksEveryResult) {
   // Three processes (a group that is not a power of two), every algorithm,
   // three sizes: whether the results are right, not how fast they came.
