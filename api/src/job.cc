@@ -437,7 +437,7 @@ void DecodeSchedulingPolicy(Decoder& d, const json& spec, DistributedJob& job) {
   const json& label = labels[kKueueQueueLabel];
   if (!label.is_string() || !IsQueueName(label.get<std::string>())) {
     d.Error(label_path, "must name a LocalQueue (lower-case letters, digits, '-' and '.', at most 63), got " +
-                            label.dump());
+                            label.dump(-1, ' ', false, json::error_handler_t::replace));
   } else if (out.queue.empty()) {
     out.queue = label.get<std::string>();
   } else if (out.queue != label.get<std::string>()) {

@@ -199,6 +199,15 @@ TEST(LoadJobs, KeySecretRefNamesTheUsersSecretWithItemKeyDefaultingToKey) {
   EXPECT_EQ(*job->key_secret_ref, (KeySecretRef{"s", "Job_Key.v2"}));
 }
 
+// A label's bytes that are not UTF-8 are named in the error, not thrown on.
+TEST(LoadJobs, QueueLabelThatIsNotUtf8IsAnError) {
+  ExpectError(
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata:\n  name: j\n  labels: "
+      "{kueue.x-k8s.io/queue-name: \xff\xfeteam}\nspec:\n  replicaSpecs: {Worker: {template: {spec: "
+      "{containers: [{name: c, image: i}]}}}}\n",
+      "job.yaml:5:39: metadata.labels.kueue.x-k8s.io/queue-name", "must name a LocalQueue");
+}
+
 TEST(LoadJobs, SchedulingPolicyWithTfJobsNamesOrKueuesLabel) {
   auto job = LoadSingleJob(std::string(kHead) +
                                "  runPolicy:\n    schedulingPolicy: {queue: team-a, priorityClass: high, "
