@@ -1,7 +1,8 @@
-// A follower's Join over gRPC to a real leader's control service, with the
-// leader's name looked up through a DNS server of the test's own (gRPC's
-// dns://SERVER/NAME target): a name that first gives a dead address, as a
-// replaced pod's name does for seconds, and a name that never resolves.
+// A follower's Join over gRPC to a real leader's control service, its name
+// first giving a dead address (as a replaced pod's name does for seconds) or
+// never resolving: looked up by the follower (a resolver of the test's own
+// in place of getaddrinfo), or by gRPC through a DNS server of the test's own
+// (gRPC's dns://SERVER/NAME target).
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -183,6 +184,61 @@ TEST(GrpcJoin, ALeaderWhoseNameNeverResolvesIsNamedWithTheDnsFailure) {
                                ::testing::HasSubstr("nowhere.test"), ::testing::HasSubstr("did not answer: "),
                                ::testing::HasSubstr("DNS")));
   EXPECT_GE(dns.a_queries(), 1);
+}
+
+// The follower looks the leader's name up itself before each connection
+// (the system's resolver in the agent): a first answer that is stale is
+// not kept.
+TEST(GrpcJoin, TheLeadersNameIsLookedUpAgainBeforeEachConnection) {
+  const double timeout_s = 20;
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  const int port = internal::FreeLocalPorts(1)[0];
+  Leader leader(port, key, refusals, timeout_s);
+  std::atomic<int> lookups{0};
+  auto resolve = [&](const std::string& host) -> StatusOr<std::vector<std::string>> {
+    EXPECT_EQ(host, "leader.test");
+    return std::vector<std::string>{lookups++ == 0 ? "192.0.2.1" : "127.0.0.1"};
+  };
+  internal::GrpcJoinBootstrap follower(kNames, "leader.test", port, &key, timeout_s, resolve);
+  auto table = follower.Exchange(MemberEntry{1, kNames[1], "127.0.0.1", 4001, 2}, DeadlineAfter(timeout_s));
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_EQ(table->members[0].data_host, "127.0.0.1");
+  EXPECT_GE(lookups.load(), 2);
+  leader.thread.join();
+  EXPECT_TRUE(leader.table.ok()) << leader.table.status().ToString();
+}
+
+// A name that does not resolve is asked again until the deadline, and the
+// failure carries the resolver's words.
+TEST(GrpcJoin, ALookupThatFailsIsAskedAgainAndNamed) {
+  const internal::JobKey key(kKey);
+  std::atomic<int> lookups{0};
+  auto resolve = [&](const std::string& host) -> StatusOr<std::vector<std::string>> {
+    ++lookups;
+    return UnavailableError("its name " + host + " did not resolve: Name or service not known");
+  };
+  internal::GrpcJoinBootstrap follower(kNames, "leader.test", 1, &key, 2, resolve);
+  auto table = follower.Exchange(MemberEntry{1, kNames[1], "127.0.0.1", 4001, 2}, DeadlineAfter(2));
+  ASSERT_FALSE(table.ok());
+  EXPECT_EQ(table.status().ToString(),
+            "DeadlineExceeded: group formation timed out after 2 s: missing /job:chief/task:0 (the leader at "
+            "leader.test:1 did not answer: its name leader.test did not resolve: Name or service not known)");
+  EXPECT_GE(lookups.load(), 2);
+}
+
+// The system's resolver gives addresses as text (numeric hosts and
+// /etc/hosts: no DNS traffic here).
+TEST(ResolveWithSystem, AddressesAsText) {
+  auto v4 = internal::ResolveWithSystem("127.0.0.1");
+  ASSERT_TRUE(v4.ok()) << v4.status().ToString();
+  EXPECT_EQ(*v4, std::vector<std::string>{"127.0.0.1"});
+  auto v6 = internal::ResolveWithSystem("::1");
+  ASSERT_TRUE(v6.ok()) << v6.status().ToString();
+  EXPECT_EQ(*v6, std::vector<std::string>{"::1"});
+  auto local = internal::ResolveWithSystem("localhost");
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_FALSE(local->empty());
 }
 
 }  // namespace

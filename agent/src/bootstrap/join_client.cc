@@ -1,6 +1,8 @@
 #include "bootstrap/join_client.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netdb.h>
 
 #include <algorithm>
 
@@ -19,22 +21,50 @@ Status FromGrpc(const grpc::Status& st) {
 }
 
 // A leader not yet connected gets this long to accept a connection before
-// its channel is dropped and its name resolved anew: when the leader's pod is
-// replaced, its name gives the old pod's address for seconds, and gRPC keeps
-// a channel's resolution for up to 30 s, as long as a whole formation.
+// its channel is dropped and its name looked up anew: when the leader's pod
+// is replaced, its name gives the old pod's address for seconds.
 constexpr auto kConnectWithin = std::chrono::seconds(5);
+
+// Where to reach the leader: a gRPC target, looked up anew on each call.
+// A host name is looked up by us, not by gRPC: gRPC keeps a channel's answer
+// for up to 30 s (a whole formation), and in pods its resolver (c-ares) was
+// seen to go silent for the rest of a formation after the leader's name
+// first failed to resolve, while the system's resolver answered.
+class LeaderTarget {
+ public:
+  LeaderTarget(std::string host, int port, HostResolver resolve)
+      : host_(std::move(host)), port_(port), resolve_(std::move(resolve)) {}
+  StatusOr<std::string> Now() {
+    if (host_.find("://") != std::string::npos) return host_ + ":" + std::to_string(port_);
+    auto addrs = resolve_(host_);
+    if (!addrs.ok()) return UnavailableError(addrs.status().message());
+    if (addrs->empty()) return UnavailableError("its name " + host_ + " has no address");
+    // One address per connection, the next one each time: one that cannot be
+    // reached (an IPv6 address without a route, say) is not tried forever.
+    const std::string& a = (*addrs)[tries_++ % addrs->size()];
+    return a.find(':') == std::string::npos ? "ipv4:" + a + ":" + std::to_string(port_)
+                                            : "ipv6:[" + a + "]:" + std::to_string(port_);
+  }
+
+ private:
+  std::string host_;
+  int port_;
+  HostResolver resolve_;
+  size_t tries_ = 0;
+};
 
 // The two calls, each bounded by the formation's deadline. The channel is
 // made on first use and dropped when the leader cannot be reached through
-// it (a DNS failure, a refused connection, none within kConnectWithin), so
-// the next attempt looks the leader up again. No wait_for_ready: a failure
-// to reach the leader comes back at once, with gRPC's words for why.
+// it (its name does not resolve, a refused connection, none within
+// kConnectWithin), so the next attempt looks the leader up again. No
+// wait_for_ready: a failure to reach the leader comes back at once, with
+// gRPC's words for why.
 class GrpcLeaderLink final : public LeaderLink {
  public:
-  GrpcLeaderLink(std::string target, std::chrono::system_clock::time_point deadline)
+  GrpcLeaderLink(LeaderTarget target, std::chrono::system_clock::time_point deadline)
       : target_(std::move(target)), deadline_(deadline) {}
   Status Challenge(FormationState::ChallengeAnswer* out) override {
-    if (!stub_) Connect();
+    if (!stub_) RM_RETURN_IF_ERROR(Connect());
     // A connected leader answers at once however loaded it is; one not yet
     // connected gets kConnectWithin.
     const bool connected = channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY;
@@ -78,7 +108,9 @@ class GrpcLeaderLink final : public LeaderLink {
   std::string AnsweredFrom() const override { return answered_from_; }
 
  private:
-  void Connect() {
+  Status Connect() {
+    auto target = target_.Now();
+    if (!target.ok()) return target.status();
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(1 << 20);
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -86,14 +118,15 @@ class GrpcLeaderLink final : public LeaderLink {
     // A channel of its own: a new one must not reuse a shared connection
     // (or its backoff) to the address the last one resolved.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    channel_ = grpc::CreateCustomChannel(target_, grpc::InsecureChannelCredentials(), args);
+    channel_ = grpc::CreateCustomChannel(*target, grpc::InsecureChannelCredentials(), args);
     stub_ = pb::Agent::NewStub(channel_);
+    return OkStatus();
   }
   void Drop() {
     stub_.reset();
     channel_.reset();
   }
-  std::string target_;
+  LeaderTarget target_;
   std::chrono::system_clock::time_point deadline_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::Agent::Stub> stub_;
@@ -101,6 +134,28 @@ class GrpcLeaderLink final : public LeaderLink {
 };
 
 }  // namespace
+
+StatusOr<std::vector<std::string>> ResolveWithSystem(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int g = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (g != 0) return UnavailableError("its name " + host + " did not resolve: " + ::gai_strerror(g));
+  std::vector<std::string> out;
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {};
+    const void* where =
+        a->ai_family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr);
+    if ((a->ai_family == AF_INET || a->ai_family == AF_INET6) &&
+        ::inet_ntop(a->ai_family, where, buf, sizeof buf))
+      out.emplace_back(buf);
+  }
+  ::freeaddrinfo(res);
+  return out;
+}
 
 StatusOr<Table> GrpcJoinBootstrap::Exchange(const MemberEntry& self, Deadline deadline) {
   JoinParties p;
@@ -118,7 +173,8 @@ StatusOr<Table> GrpcJoinBootstrap::Exchange(const MemberEntry& self, Deadline de
                           : std::min(1e7, std::chrono::duration<double>(deadline - Clock::now()).count());
   const auto wall_left =
       std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(left));
-  GrpcLeaderLink link(p.target, std::chrono::system_clock::now() + wall_left);
+  GrpcLeaderLink link(LeaderTarget(leader_host_, leader_port_, resolve_),
+                      std::chrono::system_clock::now() + wall_left);
   JoinClaim claim;
   claim.rank = self.rank;
   claim.group_size = static_cast<int>(names_.size());

@@ -3,6 +3,7 @@
 // is the channel and the two calls).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,17 +12,29 @@
 
 namespace ringmaster::internal {
 
+// Looks a host up now: its addresses as text ("10.0.0.5", "fd00::7"), best
+// first.
+using HostResolver = std::function<StatusOr<std::vector<std::string>>(const std::string& host)>;
+// The system's resolver (getaddrinfo, as TensorFlow and the node's own tools
+// use it): a new query on a new socket for every lookup, bounded by
+// resolv.conf's timeout and attempts.
+StatusOr<std::vector<std::string>> ResolveWithSystem(const std::string& host);
+
 class GrpcJoinBootstrap final : public Bootstrap {
  public:
   // `names`: every member in rank order; the leader (rank 0) serves on
   // `leader_host`:`leader_port`. `key`: never null, empty for none.
+  // `leader_host` is looked up with `resolve` before each connection to the
+  // leader, and gRPC is given the address; a gRPC target
+  // ("dns://SERVER/NAME") is given to gRPC as it is.
   GrpcJoinBootstrap(std::vector<std::string> names, std::string leader_host, int leader_port,
-                    const JobKey* key, double timeout_s)
+                    const JobKey* key, double timeout_s, HostResolver resolve = ResolveWithSystem)
       : names_(std::move(names)),
         leader_host_(std::move(leader_host)),
         leader_port_(leader_port),
         key_(key),
-        timeout_s_(timeout_s) {}
+        timeout_s_(timeout_s),
+        resolve_(std::move(resolve)) {}
   // Retried while the leader is not there yet or going away, until the
   // deadline.
   StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override;
@@ -32,6 +45,7 @@ class GrpcJoinBootstrap final : public Bootstrap {
   int leader_port_;
   const JobKey* key_;
   double timeout_s_;
+  HostResolver resolve_;
 };
 
 }  // namespace ringmaster::internal
