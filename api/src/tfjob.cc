@@ -537,6 +537,9 @@ void Emit(YAML::Emitter& out, const json& v) {
       }
       out << YAML::BeginMap;
       for (const auto& [key, value] : v.items()) {
+        // A simple key is at most 1024 characters as read back (escapes
+        // included): a longer one is written as an explicit "? key".
+        if (key.size() > 128) out << YAML::LongKey;
         out << YAML::Key;
         if (PlainSafe(key)) {
           out << key;

@@ -311,7 +311,7 @@ TEST(TfJob, ConvertedYamlLoadsIntoTheSameJob) {
   EXPECT_NE(yaml.find("kind: DistributedJob"), std::string::npos) << yaml;
 
   // Strings that YAML would read as something else are quoted.
-  const TfJob q = Load(R"(apiVersion: kubeflow.org/v1
+  TfJob q = Load(R"(apiVersion: kubeflow.org/v1
 kind: TFJob
 metadata: {name: q, annotations: {a: "yes", b: "12", c: "", d: "x: y", e: "null", f: "é"}}
 spec:
@@ -320,6 +320,15 @@ spec:
       replicas: 2
       template: {spec: {containers: [{name: tensorflow, image: i, env: [{name: N, value: "0.5"}, {name: T, value: "true"}]}]}}
 )");
+  // A key longer than YAML's 1024-character simple keys.
+  const std::string long_key(300, '\xe6');  // each byte escaped as \ufffd
+  TfJob l = q;
+  l.distributed_job["metadata"]["annotations"][long_key] = "v";
+  l.distributed_job["metadata"]["annotations"][std::string(2000, 'k')] = "v";
+  auto lb = LoadSingleJob(DistributedJobYaml(l), "l.yaml");
+  ASSERT_TRUE(lb.ok()) << lb.status().ToString() << "\n" << DistributedJobYaml(l);
+  EXPECT_EQ(lb->metadata["annotations"][std::string(2000, 'k')], "v");
+
   auto qb = LoadSingleJob(DistributedJobYaml(q), "q.yaml");
   ASSERT_TRUE(qb.ok()) << qb.status().ToString() << "\n" << DistributedJobYaml(q);
   EXPECT_EQ(qb->metadata, q.job.metadata);
