@@ -89,7 +89,6 @@ void SetPath(json& obj, std::string_view path, json value) {
 // One replica type as written in the TFJob.
 struct Replica {
   std::string key;                      // as written ("worker")
-  std::string_view name;                // training-operator's spelling ("Worker", "Master")
   std::vector<size_t> container_order;  // DistributedJob container k = TFJob container order[k]
   int port = kTfJobDefaultPort;
   std::string port_path;  // where the tfjob-port is written, "" for the default
@@ -297,7 +296,7 @@ class TfJobDecoder {
         Error(path, "must be an object with a template, got " + std::string(value.type_name()));
         continue;
       }
-      Replica r{key, type->name, {}, kTfJobDefaultPort, ""};
+      Replica r{key, {}, kTfJobDefaultPort, ""};
       json dspec = value;
       RejectUnknown(value, path, {"replicas", "restartPolicy", "template"});
       // restartPolicy "" is training-operator's unset: Never.
