@@ -46,6 +46,15 @@ std::string Errors(const std::string& yaml) {
   return out;
 }
 
+// Whether one line of `errors` names `where` and says `what` after it.
+bool SaysAt(const std::string& errors, const std::string& where, const std::string& what) {
+  for (size_t at = errors.find(where); at != std::string::npos; at = errors.find(where, at + 1)) {
+    const size_t eol = errors.find('\n', at);
+    if (errors.substr(at, eol - at).find(what) != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string TfConfig(const TfJob& t, ReplicaType type, int index, TfConfigOptions opts = {}) {
   auto got = GenerateTfJobTfConfig(t, type, index, opts);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
@@ -439,14 +448,10 @@ TEST(TfJob, RefusesByFieldAndLine) {
           "  tfReplicaSpecs: {Worker: {template: {spec: {containers: [{name: tensorflow, image: i}]}}}}\n";
     }
     const std::string errors = Errors(yaml);
-    bool found = false;
-    for (size_t at = errors.find(c.where); at != std::string::npos; at = errors.find(c.where, at + 1)) {
-      const size_t eol = errors.find('\n', at);
-      found |= errors.substr(at, eol - at).find(c.what) != std::string::npos;
-    }
-    EXPECT_TRUE(found) << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
-                       << yaml << "got:\n"
-                       << errors;
+    EXPECT_TRUE(SaysAt(errors, c.where, c.what))
+        << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
+        << yaml << "got:\n"
+        << errors;
   }
 }
 
@@ -502,14 +507,10 @@ TEST(TfJob, RefusesBadMetadataAndAnnotations) {
   for (const auto& c : cases) {
     const std::string yaml = c.head + spec;
     const std::string errors = Errors(yaml);
-    bool found = false;
-    for (size_t at = errors.find(c.where); at != std::string::npos; at = errors.find(c.where, at + 1)) {
-      const size_t eol = errors.find('\n', at);
-      found |= errors.substr(at, eol - at).find(c.what) != std::string::npos;
-    }
-    EXPECT_TRUE(found) << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
-                       << yaml << "got:\n"
-                       << errors;
+    EXPECT_TRUE(SaysAt(errors, c.where, c.what))
+        << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
+        << yaml << "got:\n"
+        << errors;
   }
 }
 
