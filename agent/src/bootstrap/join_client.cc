@@ -27,9 +27,10 @@ constexpr auto kConnectWithin = std::chrono::seconds(5);
 
 // Where to reach the leader: a gRPC target, looked up anew on each call.
 // A host name is looked up by us, not by gRPC: gRPC keeps a channel's answer
-// for up to 30 s (a whole formation), and in pods its resolver (c-ares) was
-// seen to go silent for the rest of a formation after the leader's name
-// first failed to resolve, while the system's resolver answered.
+// for up to 30 s (a whole formation), and its resolver (c-ares) was seen in
+// pods to stop answering after the leader's name first failed to resolve.
+// The system's resolver answers each attempt afresh, and its words say why a
+// name does not resolve (in a cluster: not yet in the Service's records).
 class LeaderTarget {
  public:
   LeaderTarget(std::string host, int port, HostResolver resolve)
