@@ -47,12 +47,14 @@ std::string Errors(const std::string& yaml) {
 }
 
 // Whether one line of `errors` names `where` and says `what` after it.
-bool SaysAt(const std::string& errors, const std::string& where, const std::string& what) {
+::testing::AssertionResult SaysAt(const std::string& errors, const std::string& where,
+                                  const std::string& what) {
   for (size_t at = errors.find(where); at != std::string::npos; at = errors.find(where, at + 1)) {
     const size_t eol = errors.find('\n', at);
-    if (errors.substr(at, eol - at).find(what) != std::string::npos) return true;
+    if (errors.substr(at, eol - at).find(what) != std::string::npos) return ::testing::AssertionSuccess();
   }
-  return false;
+  return ::testing::AssertionFailure() << "expected '" << where << "' saying '" << what << "', got:\n"
+                                       << errors;
 }
 
 std::string TfConfig(const TfJob& t, ReplicaType type, int index, TfConfigOptions opts = {}) {
@@ -448,10 +450,7 @@ TEST(TfJob, RefusesByFieldAndLine) {
           "  tfReplicaSpecs: {Worker: {template: {spec: {containers: [{name: tensorflow, image: i}]}}}}\n";
     }
     const std::string errors = Errors(yaml);
-    EXPECT_TRUE(SaysAt(errors, c.where, c.what))
-        << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
-        << yaml << "got:\n"
-        << errors;
+    EXPECT_TRUE(SaysAt(errors, c.where, c.what)) << "for:\n" << yaml;
   }
 }
 
@@ -507,10 +506,7 @@ TEST(TfJob, RefusesBadMetadataAndAnnotations) {
   for (const auto& c : cases) {
     const std::string yaml = c.head + spec;
     const std::string errors = Errors(yaml);
-    EXPECT_TRUE(SaysAt(errors, c.where, c.what))
-        << "expected '" << c.where << "' saying '" << c.what << "' for:\n"
-        << yaml << "got:\n"
-        << errors;
+    EXPECT_TRUE(SaysAt(errors, c.where, c.what)) << "for:\n" << yaml;
   }
 }
 
