@@ -1,4 +1,5 @@
-// ringmaster-operator: watches DistributedJobs and runs them as pods.
+// ringmaster-operator: watches DistributedJobs (and, with --tfjob, Kubeflow's
+// TFJobs) and runs them as pods.
 // See docs/operator.md for the flags, the metrics and the RBAC it needs.
 #include <malloc.h>
 #include <pthread.h>
@@ -135,6 +136,21 @@ int main(int argc, char** argv) {
     }
   }
   Controller controller(**client, **events_client, metrics, options);
+  // TFJobs: a controller of their own, with the same options but the kind.
+  std::unique_ptr<Controller> tfjobs;
+  if (flags->tfjob) {
+    ControllerOptions tf_options = options;
+    tf_options.kind = TfJobKind();
+    tfjobs = std::make_unique<Controller>(**client, **events_client, metrics, tf_options);
+  }
+  auto start = [&] {
+    controller.Start();
+    if (tfjobs) tfjobs->Start();
+  };
+  auto stop_all = [&] {
+    controller.Stop();
+    if (tfjobs) tfjobs->Stop();
+  };
   std::atomic<bool> leading{false};
 
   std::unique_ptr<MetricsEndpoint> metrics_endpoint;
@@ -151,7 +167,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<ProbeEndpoint> probes;
   if (flags->probe_address != "0") {
     // A standby is ready to take over; a leader once its caches are synced.
-    auto e = ProbeEndpoint::Start(flags->probe_address, [&] { return !leading || controller.Synced(); });
+    auto e = ProbeEndpoint::Start(flags->probe_address, [&] {
+      return !leading || (controller.Synced() && (!tfjobs || tfjobs->Synced()));
+    });
     if (!e.ok()) {
       LogError("cannot serve the health probes", {{"error", e.status().ToString()}});
       return 1;
@@ -164,6 +182,7 @@ int main(int argc, char** argv) {
                        {"namespaces", flags->namespaces},
                        {"leader_elect", flags->leader_elect},
                        {"network_policy", flags->network_policy},
+                       {"tfjob", flags->tfjob},
                        {"gang_scheduling", std::string(GangApiName(options.build.gang_api))}});
 
   int rc = 0;
@@ -174,20 +193,20 @@ int main(int argc, char** argv) {
     if (acquired.ok()) {
       leading = true;
       metrics.SetLeader(true);
-      controller.Start();
+      start();
       if (!elector.Renew(stop)) rc = 1;  // lost the lease: stop reconciling at once
       leading = false;
       metrics.SetLeader(false);
-      controller.Stop();
+      stop_all();
       elector.Release();
     }
   } else {
     leading = true;
-    controller.Start();
+    start();
     while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    controller.Stop();
+    stop_all();
   }
-  probes.reset();  // before the controller its readiness asks goes
+  probes.reset();  // before the controllers its readiness asks go
   metrics_endpoint.reset();
   LogInfo("stopped", {{"exit_code", rc}});
   return rc;

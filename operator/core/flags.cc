@@ -61,6 +61,10 @@ StatusOr<OperatorFlags> ParseOperatorFlags(const std::vector<std::string>& args)
                "a NetworkPolicy per job: ingress to its pods only from its own pods "
                "(enforced only by a network plugin that implements it)")
       ->group("Work");
+  app.add_flag("--tfjob", f.tfjob,
+               "also reconcile Kubeflow's TFJobs (kubeflow.org/v1), as training-operator v1.9 does; "
+               "training-operator must not reconcile them too")
+      ->group("Work");
   app.add_option("--gang-scheduling", f.gang_scheduling,
                  "auto: a job without a queue is gang-scheduled by Kubernetes' Workload API "
                  "(scheduling.k8s.io) when the API server serves it; off: never")

@@ -29,6 +29,9 @@ struct OperatorFlags {
   int burst = 1000;
   bool leader_elect = true;
   bool network_policy = false;
+  // --tfjob: also reconcile Kubeflow's kubeflow.org/v1 TFJobs (their CRD
+  // must be installed; training-operator must not reconcile them too).
+  bool tfjob = false;
   // Kubernetes' Workload API for jobs without a queue (gang.h): used when
   // discovery finds it ("auto"), never ("off").
   std::string gang_scheduling = "auto";

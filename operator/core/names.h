@@ -14,6 +14,15 @@ inline constexpr char kLabelJobName[] = "ringmaster.io/job-name";
 inline constexpr char kLabelReplicaType[] = "ringmaster.io/replica-type";
 inline constexpr char kLabelReplicaIndex[] = "ringmaster.io/replica-index";
 
+// The labels that tie a pod (or Service) to its job and replica: ours on a
+// DistributedJob's objects, training-operator's on a TFJob's (tfjob.h).
+struct ReplicaLabels {
+  const char* job_name;
+  const char* replica_type;
+  const char* replica_index;
+};
+inline constexpr ReplicaLabels kDistributedJobLabels{kLabelJobName, kLabelReplicaType, kLabelReplicaIndex};
+
 inline constexpr char kGroup[] = "ringmaster.io";
 inline constexpr char kVersion[] = "v1alpha1";
 inline constexpr char kPlural[] = "distributedjobs";

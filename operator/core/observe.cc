@@ -10,13 +10,13 @@ namespace ringmaster::op {
 
 using nlohmann::json;
 
-std::optional<ReplicaObservation> ObservePod(const json& pod) {
+std::optional<ReplicaObservation> ObservePod(const json& pod, const ReplicaLabels& replica_labels) {
   if (!pod.is_object() || !pod.contains("metadata")) return std::nullopt;
   const json& meta = pod["metadata"];
   if (!meta.contains("labels") || !meta["labels"].is_object()) return std::nullopt;
   const json& labels = meta["labels"];
-  auto type_it = labels.find(kLabelReplicaType);
-  auto index_it = labels.find(kLabelReplicaIndex);
+  auto type_it = labels.find(replica_labels.replica_type);
+  auto index_it = labels.find(replica_labels.replica_index);
   if (type_it == labels.end() || index_it == labels.end() || !type_it->is_string() || !index_it->is_string())
     return std::nullopt;
   auto type = ParseReplicaType(type_it->get<std::string>());
@@ -83,8 +83,8 @@ std::optional<ReplicaObservation> ObservePod(const json& pod) {
   return o;
 }
 
-std::optional<ReplicaExit> ObserveFailure(const json& pod) {
-  auto o = ObservePod(pod);
+std::optional<ReplicaExit> ObserveFailure(const json& pod, const ReplicaLabels& labels) {
+  auto o = ObservePod(pod, labels);
   if (!o) return std::nullopt;
   auto status = pod.find("status");
   if (status == pod.end() || !status->is_object()) return std::nullopt;
@@ -133,12 +133,12 @@ bool ControlledBy(const json& object, const std::string& uid) {
   return false;
 }
 
-std::string JobKeyOf(const json& object) {
+std::string JobKeyOf(const json& object, const char* job_label) {
   if (!object.is_object() || !object.contains("metadata") || !object["metadata"].is_object()) return "";
   const json& meta = object["metadata"];
   auto labels = meta.find("labels");
   if (labels == meta.end() || !labels->is_object()) return "";
-  auto it = labels->find(kLabelJobName);
+  auto it = labels->find(job_label);
   if (it == labels->end() || !it->is_string()) return "";
   return ObjectKey(MetadataString(object, "namespace"), it->get<std::string>());
 }

@@ -5,15 +5,18 @@
 #include <optional>
 #include <string>
 
+#include "names.h"
 #include "ringmaster/job_state.h"
 #include "ringmaster/verdict.h"
 
 namespace ringmaster::op {
 
-// nullopt for a pod without our replica labels (not one of the job's).
+// nullopt for a pod without the replica labels (not one of a job's);
+// `labels` are a DistributedJob's unless given (a TFJob's: tfjob_objects.h).
 // The exit code is the first non-zero one of a terminated container (or the
 // first terminated one's); restarts are the kubelet's, summed over containers.
-std::optional<ReplicaObservation> ObservePod(const nlohmann::json& pod);
+std::optional<ReplicaObservation> ObservePod(const nlohmann::json& pod,
+                                             const ReplicaLabels& labels = kDistributedJobLabels);
 
 // The failed exit of a pod's containers, for the verdict: a container whose
 // state.terminated (or, for a container the kubelet restarted,
@@ -21,7 +24,8 @@ std::optional<ReplicaObservation> ObservePod(const nlohmann::json& pod);
 // message first, else the first. `replica` is the key's name ("worker-1"),
 // `finished` its finishedAt (seconds; 0 when absent). nullopt for a pod
 // without our labels or without a failed container.
-std::optional<ReplicaExit> ObserveFailure(const nlohmann::json& pod);
+std::optional<ReplicaExit> ObserveFailure(const nlohmann::json& pod,
+                                          const ReplicaLabels& labels = kDistributedJobLabels);
 
 // metadata.<field> of any object; "" where it is absent or not a string
 // (objects from the API server are trusted for shape, not for content).
@@ -37,9 +41,9 @@ std::string MetadataString(const nlohmann::json& obj, const char* field);
 // An empty `uid` controls nothing.
 bool ControlledBy(const nlohmann::json& object, const std::string& uid);
 
-// "namespace/job" of an object labelled ringmaster.io/job-name (a pod, the
-// Service): the work queue's key of the job it belongs to; "" without the
-// label.
-std::string JobKeyOf(const nlohmann::json& object);
+// "namespace/job" of an object labelled `job_label` (ringmaster.io/job-name
+// unless given; a pod, a Service): the work queue's key of the job it
+// belongs to; "" without the label.
+std::string JobKeyOf(const nlohmann::json& object, const char* job_label = kLabelJobName);
 
 }  // namespace ringmaster::op

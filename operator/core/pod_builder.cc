@@ -56,6 +56,14 @@ json JobLabels(const DistributedJob& job) {
 
 }  // namespace
 
+std::string KubeletRestartPolicy(const DistributedJob& job, RestartPolicy policy) {
+  // Recovering in place, the operator replaces a failed pod itself, at once,
+  // and so sees, counts and names each restart; the kubelet's own restart
+  // waits out its crash-loop backoff (10 s, 20 s, ...) from a container's
+  // second failure on, while the survivors wait for the member.
+  return job.run_policy.recovery == RecoveryPolicy::kInPlace ? "Never" : PodRestartPolicy(policy);
+}
+
 std::string JobNamespace(const DistributedJob& job) {
   return job.namespace_.empty() ? "default" : job.namespace_;
 }
@@ -173,12 +181,7 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
       tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
   podspec["hostname"] = PodName(job.name, key);
   podspec["subdomain"] = job.name;
-  // Recovering in place, the operator replaces a failed pod itself, at once,
-  // and so sees, counts and names each restart; the kubelet's own restart
-  // waits out its crash-loop backoff (10 s, 20 s, ...) from a container's
-  // second failure on, while the survivors wait for the member.
-  podspec["restartPolicy"] =
-      job.run_policy.recovery == RecoveryPolicy::kInPlace ? "Never" : PodRestartPolicy(spec->restart_policy);
+  podspec["restartPolicy"] = KubeletRestartPolicy(job, spec->restart_policy);
   if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
   AddGangReference(job, opts.gang_api, podspec);
   if (!podspec.contains("containers") || !podspec["containers"].is_array())

@@ -30,6 +30,11 @@ struct BuiltPod {
   std::vector<JobEvent> events;
 };
 
+// The pod's restartPolicy for a replica's: ExitCode becomes Never (the
+// operator decides on restarts from the exit code), and every replica's is
+// Never when the job recovers in place.
+std::string KubeletRestartPolicy(const DistributedJob& job, RestartPolicy policy);
+
 // The namespace the job's objects live in ("default" when unset).
 std::string JobNamespace(const DistributedJob& job);
 

@@ -8,7 +8,6 @@
 #include "status_json.h"
 
 namespace ringmaster::op {
-namespace {
 
 using nlohmann::json;
 
@@ -18,10 +17,8 @@ int64_t Generation(const json& job) {
   return it != job["metadata"].end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
-// The plan's order (see Plan): the status first when anything is deleted,
-// else last; the events right after the status write, else first.
-void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
-           std::vector<ApiAction> patches, std::vector<ApiAction> deletions) {
+void OrderPlan(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
+               std::vector<ApiAction> patches, std::vector<ApiAction> deletions) {
   const bool status_first = plan.status && !deletions.empty();
   auto add = [&plan](std::vector<ApiAction> actions, OnFailure on_failure) {
     if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
@@ -42,6 +39,8 @@ void Order(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiActi
   }
 }
 
+namespace {
+
 Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int64_t now) {
   Plan plan;
   JobStatus status = StatusFromJson(job_obj.value("status", json::object()));
@@ -54,7 +53,7 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
     plan.status = StatusToJson(status, Generation(job_obj));
   }
   plan.state = StateOf(status);
-  Order(plan, {}, {}, {}, {});
+  OrderPlan(plan, {}, {}, {}, {});
   return plan;
 }
 
@@ -79,9 +78,8 @@ Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
   return nullptr;
 }
 
-// The failed replicas' last words (their termination messages) in the
-// condition that their failure set, and as an Event. When it restarts
-// replicas, only theirs count; when it fails the job, every failed one.
+}  // namespace
+
 void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaExit>& failures, Decision& d) {
   Condition* c = NewFailureCondition(old_status, d);
   if (!c) return;
@@ -100,6 +98,8 @@ void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaE
   d.events.push_back({true, "TerminationMessage", verdict});
 }
 
+namespace {
+
 bool HasFinalizer(const json& pod, std::string_view finalizer) {
   const json& meta = pod["metadata"];
   auto it = meta.find("finalizers");
@@ -107,13 +107,8 @@ bool HasFinalizer(const json& pod, std::string_view finalizer) {
   return std::any_of(it->begin(), it->end(), [&](const json& f) { return f.is_string() && f == finalizer; });
 }
 
-// Kueue's hold on the job's pods (job.h has the names and why). A pod on its
-// way out loses Kueue's finalizer: Kueue keeps a deleted pod of an admitted
-// group until its replacement exists, and the replacement, under the same
-// name, cannot exist before the pod is gone. Once the job has ended, each
-// pod of its group is marked not retriable, so Kueue finishes the group and
-// releases its quota as soon as no pod of it runs, whatever cleanPodPolicy
-// keeps.
+}  // namespace
+
 std::vector<ApiAction> KueuePatches(const std::vector<const json*>& pods, bool finished) {
   std::vector<ApiAction> out;
   for (const json* pod : pods) {
@@ -139,8 +134,6 @@ std::vector<ApiAction> KueuePatches(const std::vector<const json*>& pods, bool f
   }
   return out;
 }
-
-}  // namespace
 
 std::string_view ApiActionKindName(ApiActionKind kind) {
   switch (kind) {
@@ -299,7 +292,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
       status_obj.value("state", "") != plan.state) {
     plan.status = StatusToJson(d.status, generation);
   }
-  Order(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
+  OrderPlan(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
   return plan;
 }
 

@@ -12,6 +12,8 @@
 #include "pod_builder.h"
 #include "reconcile.h"
 #include "status_json.h"
+#include "tfjob_objects.h"
+#include "tfjob_reconcile.h"
 #include "time_util.h"
 
 namespace ringmaster::op {
@@ -40,6 +42,25 @@ StatusOr<std::string> RandomBytes(size_t n) {
 
 }  // namespace
 
+JobKind DistributedJobKind() {
+  JobKind k{kGroup, kVersion, kPlural, std::string(kKind), kLabelJobName, nullptr, true};
+  k.plan = [](const json& job, const std::vector<json>& pods, const std::vector<json>& services,
+              const Pending& pending, int64_t now, const BuildOptions& opts) {
+    // The job's one Service, named as the job.
+    const std::string name = MetadataString(job, "name");
+    const json* service = nullptr;
+    for (const auto& s : services) {
+      if (MetadataString(s, "name") == name) service = &s;
+    }
+    return PlanJob(job, pods, service, pending, now, opts);
+  };
+  return k;
+}
+
+JobKind TfJobKind() {
+  return {kTfJobGroup, kTfJobVersion, kTfJobPlural, kTfJobKind, kTfJobNameLabel, PlanTfJob, false};
+}
+
 Controller::Controller(KubeClient& client, KubeClient& events, OperatorMetrics& metrics,
                        ControllerOptions options)
     : client_(client),
@@ -57,27 +78,34 @@ Controller::~Controller() {
 }
 
 std::string Controller::JobsPath(const std::string& ns) const {
-  return std::string("/apis/") + kGroup + "/" + kVersion + Prefix(ns) + "/" + kPlural;
+  const JobKind& k = options_.kind;
+  return "/apis/" + k.group + "/" + k.version + Prefix(ns) + "/" + k.plural;
 }
 
 void Controller::Start() {
+  const char* label = options_.kind.job_label;
   for (const auto& ns : options_.namespaces) {
+    const std::string in_ns = ns.empty() ? "" : "/" + ns;
     job_informers_.push_back(std::make_unique<Informer>(
-        client_, "distributedjobs" + (ns.empty() ? "" : "/" + ns), JobsPath(ns), "",
+        client_, options_.kind.plural + in_ns, JobsPath(ns), "",
         [this](WatchEventType type, const json& obj, const json*) {
           const std::string key = ObjectKey(MetadataString(obj, "namespace"), MetadataString(obj, "name"));
           if (type == WatchEventType::kDeleted) expectations_.Forget(key);
           queue_.Add(key);
         }));
+    // Two kinds' informers of one resource are told apart in the logs.
+    const std::string of = options_.kind.plural == kPlural ? "" : "(" + options_.kind.plural + ")";
     pod_informers_.push_back(std::make_unique<Informer>(
-        client_, "pods" + (ns.empty() ? "" : "/" + ns), "/api/v1" + Prefix(ns) + "/pods", kLabelJobName,
-        [this](WatchEventType type, const json& obj, const json* old) { OnPod(type, obj, old); }, TrimPod));
+        client_, "pods" + of + in_ns, "/api/v1" + Prefix(ns) + "/pods", label,
+        [this](WatchEventType type, const json& obj, const json* old) { OnPod(type, obj, old); }, TrimPod,
+        label));
     service_informers_.push_back(std::make_unique<Informer>(
-        client_, "services" + (ns.empty() ? "" : "/" + ns), "/api/v1" + Prefix(ns) + "/services",
-        kLabelJobName, [this](WatchEventType, const json& obj, const json*) {
-          const std::string key = JobKeyOf(obj);
+        client_, "services" + of + in_ns, "/api/v1" + Prefix(ns) + "/services", label,
+        [this, label](WatchEventType, const json& obj, const json*) {
+          const std::string key = JobKeyOf(obj, label);
           if (!key.empty()) queue_.Add(key);
-        }));
+        },
+        nullptr, label));
   }
   for (auto* list : {&job_informers_, &pod_informers_, &service_informers_}) {
     for (auto& inf : *list) inf->Start();
@@ -109,7 +137,7 @@ bool Controller::Synced() const {
 }
 
 void Controller::OnPod(WatchEventType type, const json& pod, const json* old) {
-  const std::string key = JobKeyOf(pod);
+  const std::string key = JobKeyOf(pod, options_.kind.job_label);
   if (key.empty()) return;
   const std::string name = MetadataString(pod, "name");
   if (type == WatchEventType::kDeleted) {
@@ -141,6 +169,7 @@ void Controller::Resync() {
 }
 
 void Controller::UpdateJobGauge() {
+  if (!options_.kind.job_gauges) return;
   std::map<std::string, double> by_state;
   for (ConditionType t : kAllConditionTypes) by_state[std::string(ConditionTypeName(t))] = 0;
   std::vector<JobWorkers> workers;
@@ -193,10 +222,9 @@ Status Controller::Sync(const std::string& key) {
   if (job->contains("metadata") && (*job)["metadata"].contains("deletionTimestamp"))
     return ReleaseDeletedPods(key);
   const std::vector<json> pods = pod_informers_[idx]->ByJob(key);
-  std::optional<json> service = service_informers_[idx]->Get(key);
+  const std::vector<json> services = service_informers_[idx]->ByJob(key);
   const int64_t now = NowSeconds();
-  Plan plan =
-      PlanJob(*job, pods, service ? &*service : nullptr, expectations_.Get(key, now), now, options_.build);
+  Plan plan = options_.kind.plan(*job, pods, services, expectations_.Get(key, now), now, options_.build);
 
   auto all_done = Execute(key, idx, *job, plan);
   if (!all_done.ok()) return all_done.status();
@@ -399,7 +427,8 @@ bool Controller::CreateOwned(const json& job, const std::string& collection, con
 
 void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,
                              const std::string& message) {
-  recorder_.Record(job, std::string(kGroup) + "/" + kVersion, "DistributedJob", warning, reason, message);
+  const JobKind& k = options_.kind;
+  recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message);
   (warning ? LogWarning : LogInfo)(
       message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},
                 {"reason", reason}});

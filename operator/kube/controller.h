@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,15 +18,36 @@
 #include "informer.h"
 #include "metrics.h"
 #include "pod_builder.h"
+#include "reconcile.h"
 #include "work_queue.h"
 
 namespace ringmaster::op {
+
+// The kind of job a controller reconciles: its resource, the label that ties
+// its pods and Services to it, and its planner (pure). One controller per
+// kind; they share nothing but the clients and the metrics.
+struct JobKind {
+  std::string group, version, plural, kind;
+  const char* job_label = kLabelJobName;
+  // (job, its pods, its Services, pending creations and deletions, now,
+  // build options) -> the plan.
+  std::function<Plan(const nlohmann::json&, const std::vector<nlohmann::json>&,
+                     const std::vector<nlohmann::json>&, const Pending&, int64_t, const BuildOptions&)>
+      plan;
+  // Whether its jobs make the ringmaster_jobs gauges (DistributedJobs).
+  bool job_gauges = true;
+};
+// ringmaster.io/v1alpha1 DistributedJob (PlanJob).
+JobKind DistributedJobKind();
+// kubeflow.org/v1 TFJob (PlanTfJob), with --tfjob.
+JobKind TfJobKind();
 
 struct ControllerOptions {
   std::vector<std::string> namespaces;  // empty: all
   int workers = 4;
   std::chrono::seconds resync{300};
   BuildOptions build;
+  JobKind kind = DistributedJobKind();
 };
 
 class Controller {

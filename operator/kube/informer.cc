@@ -92,13 +92,14 @@ bool NewerResourceVersion(const std::string& incoming, const std::string& cached
 }
 
 Informer::Informer(KubeClient& client, std::string name, std::string collection_path,
-                   std::string label_selector, Handler handler, Transform transform)
+                   std::string label_selector, Handler handler, Transform transform, std::string job_label)
     : client_(client),
       name_(std::move(name)),
       path_(std::move(collection_path)),
       selector_(std::move(label_selector)),
       handler_(std::move(handler)),
-      transform_(transform ? std::move(transform) : Transform(StripManagedFields)) {}
+      transform_(transform ? std::move(transform) : Transform(StripManagedFields)),
+      job_label_(std::move(job_label)) {}
 
 Informer::~Informer() {
   Stop();
@@ -168,7 +169,7 @@ void Informer::Upsert(const json& in) {
 void Informer::Apply(WatchEventType type, json obj) {
   transform_(obj);
   const std::string key = KeyOf(obj);
-  const std::string job = JobKeyOf(obj);
+  const std::string job = JobKeyOf(obj, job_label_.c_str());
   std::optional<json> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -177,7 +178,7 @@ void Informer::Apply(WatchEventType type, json obj) {
     if (type == WatchEventType::kDeleted) {
       store_.erase(key);
       if (old) {
-        const std::string old_job = JobKeyOf(*old);
+        const std::string old_job = JobKeyOf(*old, job_label_.c_str());
         if (!old_job.empty()) by_job_[old_job].erase(key);
       }
     } else {

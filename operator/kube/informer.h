@@ -1,8 +1,9 @@
 // An informer: list, then watch from the list's resourceVersion with
 // bookmarks, into an in-memory cache; 410 Gone -> relist; transport errors
 // -> reconnect with capped exponential backoff. Handlers run on the
-// informer's thread after the cache is updated. Objects are indexed by the
-// `ringmaster.io/job-name` label ("namespace/job") for the controller.
+// informer's thread after the cache is updated. Objects are indexed by their
+// job label (`ringmaster.io/job-name` unless given: "namespace/job") for the
+// controller.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "client.h"
+#include "names.h"
 #include "watch_event.h"
 
 namespace ringmaster::op {
@@ -30,8 +32,9 @@ class Informer {
   // Trims an object before it is cached (memory: drop what no one reads).
   using Transform = std::function<void(nlohmann::json&)>;
 
+  // `job_label`: the label whose value names an object's job (ByJob's index).
   Informer(KubeClient& client, std::string name, std::string collection_path, std::string label_selector,
-           Handler handler, Transform transform = nullptr);
+           Handler handler, Transform transform = nullptr, std::string job_label = kLabelJobName);
   ~Informer();
 
   void Start();
@@ -59,6 +62,7 @@ class Informer {
   std::string name_, path_, selector_;
   Handler handler_;
   Transform transform_;
+  std::string job_label_;
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json> store_;
   std::map<std::string, std::set<std::string>> by_job_;

@@ -69,14 +69,16 @@ TEST_F(OperatorFlagsTest, AFlagGivenTwiceTakesItsLastValue) {
 }
 
 TEST_F(OperatorFlagsTest, BooleansTakeTheBareFormAndExplicitValues) {
-  auto f = ParseOperatorFlags({"--leader-elect=false", "--network-policy"});
+  auto f = ParseOperatorFlags({"--leader-elect=false", "--network-policy", "--tfjob"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_FALSE(f->leader_elect);
   EXPECT_TRUE(f->network_policy);
+  EXPECT_TRUE(f->tfjob);
   f = ParseOperatorFlags({"--leader-elect=true", "--network-policy=false"});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_TRUE(f->leader_elect);
   EXPECT_FALSE(f->network_policy);
+  EXPECT_FALSE(f->tfjob) << "TFJobs are opt-in";
   EXPECT_NE(Error({"--leader-elect=maybe"}).find("--leader-elect"), std::string::npos);
 }
 
@@ -134,7 +136,7 @@ TEST_F(OperatorFlagsTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
   for (const char* s :
        {"--kubeconfig", "--namespace", "--workers", "RINGMASTER_WORKERS", "--leader-elect",
         "--leader-election-namespace", "POD_NAMESPACE", "--metrics-address", "--health-probe-address",
-        "--log-level", "--network-policy", "--gang-scheduling", "Leader election"}) {
+        "--log-level", "--network-policy", "--tfjob", "--gang-scheduling", "Leader election"}) {
     EXPECT_NE(f->help.find(s), std::string::npos) << s << "\n" << f->help;
   }
 }

@@ -1,0 +1,217 @@
+#include "tfjob_objects.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ringmaster/replica_env.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+// The replica's template's container named tensorflow (the loader made sure
+// there is one), or nullptr.
+json* TensorflowContainer(json& podspec) {
+  auto cs = podspec.find("containers");
+  if (cs == podspec.end() || !cs->is_array()) return nullptr;
+  for (auto& c : *cs) {
+    if (c.is_object() && c.value("name", json()) == kTfJobContainerName) return &c;
+  }
+  return nullptr;
+}
+
+const json* TemplateSpec(const ReplicaSpec& spec) {
+  const json& t = spec.pod_template;
+  if (!t.is_object()) return nullptr;
+  auto s = t.find("spec");
+  return s != t.end() && s->is_object() ? &*s : nullptr;
+}
+
+// Sets name=value in `env`: in place when the container has it, else appended.
+void SetEnv(json& env, const std::string& name, const std::string& value) {
+  for (auto& e : env) {
+    if (e.is_object() && e.value("name", json()) == name) {
+      e = {{"name", name}, {"value", value}};
+      return;
+    }
+  }
+  env.push_back({{"name", name}, {"value", value}});
+}
+
+bool HasEnv(const json& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(),
+                     [&](const json& e) { return e.is_object() && e.value("name", json()) == name; });
+}
+
+json BaseLabels(const TfJob& tfjob) {
+  return {{kTfJobNameLabel, tfjob.job.name}, {kTfJobOperatorNameLabel, kTfJobOperatorName}};
+}
+
+}  // namespace
+
+json TfJobOwnerReference(const TfJob& tfjob) {
+  std::string uid;
+  if (auto it = tfjob.job.metadata.find("uid"); it != tfjob.job.metadata.end() && it->is_string()) uid = *it;
+  return {{"apiVersion", kTfJobApiVersion},
+          {"kind", kTfJobKind},
+          {"name", tfjob.job.name},
+          {"uid", uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+bool TfJobIsMasterRole(const TfJob& tfjob, const ReplicaKey& key) {
+  if (tfjob.job.Find(ReplicaType::kChief)) return key.type == ReplicaType::kChief;
+  return key.type == ReplicaType::kWorker && key.index == 0;
+}
+
+json TfJobReplicaLabels(const TfJob& tfjob, const ReplicaKey& key) {
+  json labels = BaseLabels(tfjob);
+  labels[kTfJobReplicaTypeLabel] = std::string(TfJobReplicaTypeLower(tfjob, key.type));
+  labels[kTfJobReplicaIndexLabel] = std::to_string(key.index);
+  return labels;
+}
+
+std::string TfJobSelector(const TfJob& tfjob, ReplicaType type) {
+  // json objects iterate in key order, as FormatLabelSelector sorts.
+  json labels = BaseLabels(tfjob);
+  labels[kTfJobReplicaTypeLabel] = std::string(TfJobReplicaTypeLower(tfjob, type));
+  std::string out;
+  for (const auto& [k, v] : labels.items()) out += (out.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+  return out;
+}
+
+StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, const BuildOptions& opts) {
+  const DistributedJob& job = tfjob.job;
+  const ReplicaSpec* spec = job.Find(key.type);
+  if (!spec || key.index < 0 || key.index >= spec->replicas) {
+    return InvalidArgumentError("TFJob " + job.name + " has no replica " + key.Name());
+  }
+  const std::string ns = JobNamespace(job);
+  const std::string name = TfJobReplicaName(tfjob, key.type, key.index);
+  BuiltPod out;
+
+  const json& tmpl = spec->pod_template;
+  json meta = tmpl.is_object() && tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"]
+                                                                                            : json::object();
+  meta["name"] = name;
+  meta["namespace"] = ns;
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
+  const json labels = TfJobReplicaLabels(tfjob, key);
+  for (const auto& [k, v] : labels.items()) meta["labels"][k] = v;
+  if (TfJobIsMasterRole(tfjob, key)) meta["labels"][kTfJobRoleLabel] = "master";
+  meta["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
+  const SchedulingPolicy& sched = job.run_policy.scheduling_policy;
+  if (!sched.queue.empty()) {
+    // Kueue's plain pod group, as for a DistributedJob (pod_builder.cc).
+    meta["labels"][kKueueQueueLabel] = sched.queue;
+    meta["labels"][kKueuePodGroupLabel] = PodGroupName(job);
+    if (!meta.contains("annotations") || !meta["annotations"].is_object())
+      meta["annotations"] = json::object();
+    meta["annotations"][kKueuePodGroupCountAnnotation] = std::to_string(job.TotalReplicas());
+  }
+
+  const json* tspec = TemplateSpec(*spec);
+  json podspec = tspec ? *tspec : json::object();
+  if (auto rp = podspec.find("restartPolicy"); rp != podspec.end() && rp->is_string() && !rp->empty()) {
+    out.events.push_back(
+        {true, kTfJobTemplateRestartPolicyReason,
+         "Restart policy in pod template will be overwritten by restart policy in replica spec"});
+  }
+  podspec["restartPolicy"] = KubeletRestartPolicy(job, spec->restart_policy);
+  if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
+
+  json* tf = TensorflowContainer(podspec);
+  if (!tf) return InvalidArgumentError("replica " + key.Name() + " has no container named tensorflow");
+  json& c = *tf;
+  // training-operator's default: the tfjob-port, when the container names none.
+  if (!c.contains("ports") || !c["ports"].is_array()) c["ports"] = json::array();
+  const bool has_port = std::any_of(c["ports"].begin(), c["ports"].end(), [](const json& p) {
+    return p.is_object() && p.value("name", json()) == kTfJobPortName;
+  });
+  if (!has_port) c["ports"].push_back({{"name", kTfJobPortName}, {"containerPort", kTfJobDefaultPort}});
+  // The agent's verdict when its group aborts (as in a DistributedJob's pod).
+  if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = kTerminationMessagePolicy;
+
+  ReplicaEnvOptions env_opts;
+  env_opts.tf_config.namespace_ = ns;
+  env_opts.tf_config.cluster_domain = opts.cluster_domain;
+  env_opts.agent_ports.reset();
+  env_opts.job_key_file = kJobKeyFile;
+  if (auto it = c.find("terminationMessagePath");
+      it != c.end() && it->is_string() && *it != kDefaultTerminationMessagePath) {
+    env_opts.termination_log = it->get<std::string>();
+  }
+  auto replica_env = BuildReplicaEnv(job, key, env_opts);
+  if (!replica_env.ok()) return replica_env.status();
+  if (!c.contains("env") || !c["env"].is_array()) c["env"] = json::array();
+  json& env = c["env"];
+  // Ringmaster's variables (a container's own value is kept), then
+  // TF_CONFIG, training-operator's, which replaces one the container sets.
+  for (const auto& [var, value] : *replica_env) {
+    if (var == kEnvTfConfig || HasEnv(env, var)) continue;
+    env.push_back({{"name", var}, {"value", value}});
+  }
+  if (TfJobSetsTfConfig(tfjob)) {
+    TfConfigOptions tf_opts;
+    tf_opts.namespace_ = ns;
+    tf_opts.cluster_domain = opts.cluster_domain;
+    auto tf_config = GenerateTfJobTfConfig(tfjob, key.type, key.index, tf_opts);
+    if (!tf_config.ok()) return tf_config.status();
+    if (HasEnv(env, kEnvTfConfig)) {
+      out.events.push_back({true, "TfConfigReplaced",
+                            "container tensorflow of pod " + name +
+                                " sets its own TF_CONFIG; it is replaced by the generated one, as "
+                                "training-operator's overrides it"});
+    }
+    SetEnv(env, kEnvTfConfig, *tf_config);
+  }
+  AddJobKeyVolume(job, podspec);
+
+  out.pod = {
+      {"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(meta)}, {"spec", std::move(podspec)}};
+  return out;
+}
+
+json BuildTfJobService(const TfJob& tfjob, const ReplicaKey& key) {
+  const json labels = TfJobReplicaLabels(tfjob, key);
+  // The tensorflow container's ports by name (training-operator collects
+  // them into a map; a name written twice keeps the last).
+  std::map<std::string, json> by_name;
+  if (const ReplicaSpec* spec = tfjob.job.Find(key.type)) {
+    if (const json* tspec = TemplateSpec(*spec)) {
+      json copy = *tspec;
+      if (json* c = TensorflowContainer(copy)) {
+        if (auto ps = c->find("ports"); ps != c->end() && ps->is_array()) {
+          for (const auto& p : *ps) {
+            if (!p.is_object() || !p.contains("containerPort")) continue;
+            const json n = p.value("name", json(""));
+            by_name[n.is_string() ? n.get<std::string>() : ""] = p["containerPort"];
+          }
+        }
+      }
+    }
+  }
+  if (!by_name.count(kTfJobPortName)) by_name[kTfJobPortName] = kTfJobDefaultPort;
+  json ports = json::array();
+  for (const auto& [n, port] : by_name) ports.push_back({{"name", n}, {"port", port}});
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", TfJobReplicaName(tfjob, key.type, key.index)},
+            {"namespace", JobNamespace(tfjob.job)},
+            {"labels", labels},
+            {"ownerReferences", json::array({TfJobOwnerReference(tfjob)})}}},
+          {"spec", {{"clusterIP", "None"}, {"selector", labels}, {"ports", std::move(ports)}}}};
+}
+
+std::optional<json> BuildTfJobKeySecret(const TfJob& tfjob) {
+  auto secret = BuildKeySecret(tfjob.job);
+  if (!secret) return secret;
+  (*secret)["metadata"]["labels"] = BaseLabels(tfjob);
+  (*secret)["metadata"]["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
+  return secret;
+}
+
+}  // namespace ringmaster::op

@@ -1,0 +1,210 @@
+#include "tfjob_status.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "tfjob_objects.h"
+#include "time_util.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+
+// The state machine's reasons that training-operator has under another name.
+struct ReasonPair {
+  const char* ours;
+  const char* kubeflow;
+};
+constexpr ReasonPair kReasons[] = {
+    {"JobCreated", "TFJobCreated"},           {"JobRunning", "TFJobRunning"},
+    {"JobRestarting", "TFJobRestarting"},     {"JobSucceeded", "TFJobSucceeded"},
+    {"JobSuspended", "TFJobSuspended"},       {"JobResumed", "TFJobResumed"},
+    {"InvalidSpec", "TFJobFailedValidation"},
+};
+// Why a job fails; training-operator says TFJobFailed for each (the message
+// says which).
+constexpr const char* kFailureReasons[] = {"ReplicaFailed", "BackoffLimitExceeded", "DeadlineExceeded",
+                                           "ScheduleTimeout", "ReplacementTimeout"};
+
+std::string ReasonFromKubeflow(const std::string& reason) {
+  for (const auto& r : kReasons) {
+    if (reason == r.kubeflow) return r.ours;
+  }
+  return reason;
+}
+
+std::optional<ConditionType> ParseConditionType(const std::string& s) {
+  for (ConditionType t : kAllConditionTypes) {
+    if (ConditionTypeName(t) == s) return t;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> TimeField(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string()) return std::nullopt;
+  return ParseRfc3339(it->get<std::string>());
+}
+
+std::string Namespaced(const TfJob& tfjob) {
+  return (tfjob.job.namespace_.empty() ? std::string("default") : tfjob.job.namespace_) + "/" +
+         tfjob.job.name;
+}
+
+std::string_view SpecKey(const TfJob& tfjob, ReplicaType type) {
+  if (type == ReplicaType::kChief && tfjob.chief_is_master) return "Master";
+  return ReplicaTypeName(type);
+}
+
+}  // namespace
+
+std::string TfJobMessage(const TfJob& tfjob, const std::string& reason, const std::string& message) {
+  const std::string& name = tfjob.job.name;
+  if (reason == "JobCreated") return "TFJob " + name + " is created.";
+  if (reason == "JobRunning") return "TFJob " + Namespaced(tfjob) + " is running.";
+  if (reason == "JobSucceeded") return "TFJob " + Namespaced(tfjob) + " successfully completed.";
+  if (reason == "JobSuspended") return "TFJob " + name + " is suspended.";
+  if (reason == "JobResumed") return "TFJob " + name + " is resumed.";
+  return message;
+}
+
+std::string TfJobReason(ConditionType, const std::string& reason) {
+  for (const auto& r : kReasons) {
+    if (reason == r.ours) return r.kubeflow;
+  }
+  for (const char* f : kFailureReasons) {
+    if (reason == f) return "TFJobFailed";
+  }
+  return reason;
+}
+
+json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& s,
+                       const std::vector<ReplicaObservation>& observed,
+                       std::optional<int64_t> last_reconcile) {
+  json out = json::object();
+  // The last condition is what `kubectl get tfjob` shows (State: the last
+  // one's type): false ones first, then the true ones oldest first.
+  std::vector<const Condition*> order;
+  for (const auto& c : s.conditions) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(), [](const Condition* a, const Condition* b) {
+    if (a->status != b->status) return !a->status;
+    return a->last_transition_time < b->last_transition_time;
+  });
+  json conditions = json::array();
+  for (const Condition* c : order) {
+    // training-operator keeps Running and Restarting apart: setting one
+    // removes the other; a job that ends turns Running False and leaves
+    // its reason.
+    if (c->type == ConditionType::kRestarting && !c->status) continue;
+    if (c->type == ConditionType::kRunning && s.Is(ConditionType::kRestarting)) continue;
+    std::string reason = c->reason;
+    if (c->type == ConditionType::kRunning && !c->status && reason != "JobSuspended" &&
+        reason != "RunningShrunk")
+      reason = "JobRunning";
+    const std::string at = FormatRfc3339(c->last_transition_time);
+    conditions.push_back({{"type", ConditionTypeName(c->type)},
+                          {"status", c->status ? "True" : "False"},
+                          {"reason", TfJobReason(c->type, reason)},
+                          {"message", TfJobMessage(tfjob, reason, c->message)},
+                          {"lastUpdateTime", at},
+                          {"lastTransitionTime", at}});
+  }
+  out["conditions"] = std::move(conditions);
+
+  // Counted as training-operator counts: a Running pod is active (failed
+  // when it is on its way out: a lost node's pods never reach Failed), a
+  // Pending one is nothing yet.
+  std::map<ReplicaType, ReplicaCounts> counts;
+  for (const auto& [type, spec] : tfjob.job.replica_specs) counts[type] = {};
+  for (const auto& o : observed) {
+    auto it = counts.find(o.key.type);
+    if (it == counts.end()) continue;
+    if (o.phase == ReplicaPhase::kRunning) ++(o.deleting ? it->second.failed : it->second.active);
+    if (o.phase == ReplicaPhase::kSucceeded) ++it->second.succeeded;
+    if (o.phase == ReplicaPhase::kFailed) ++it->second.failed;
+  }
+  json replicas = json::object();
+  for (auto& [type, c] : counts) {
+    // A succeeded job's pods still running (cleanPodPolicy None) count as
+    // succeeded, as training-operator counts them.
+    if (s.Is(ConditionType::kSucceeded)) {
+      c.succeeded += c.active;
+      c.active = 0;
+    }
+    replicas[std::string(SpecKey(tfjob, type))] = {{"active", c.active},
+                                                   {"succeeded", c.succeeded},
+                                                   {"failed", c.failed},
+                                                   {"selector", TfJobSelector(tfjob, type)}};
+  }
+  out["replicaStatuses"] = std::move(replicas);
+  if (s.start_time) out["startTime"] = FormatRfc3339(*s.start_time);
+  if (s.completion_time) out["completionTime"] = FormatRfc3339(*s.completion_time);
+  if (last_reconcile) out["lastReconcileTime"] = FormatRfc3339(*last_reconcile);
+  // Ringmaster's own state: what the state machine needs back.
+  if (s.restart_count > 0) out["restartCount"] = s.restart_count;
+  if (!s.replacements.empty()) {
+    json replacements = json::object();
+    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
+    out["replacements"] = std::move(replacements);
+  }
+  return out;
+}
+
+JobStatus TfJobStatusFromJson(const json& in) {
+  JobStatus s;
+  if (!in.is_object()) return s;
+  if (auto it = in.find("conditions"); it != in.end() && it->is_array()) {
+    for (const auto& c : *it) {
+      if (!c.is_object() || !c.contains("type") || !c["type"].is_string()) continue;
+      auto type = ParseConditionType(c["type"].get<std::string>());
+      if (!type) continue;
+      Condition cond;
+      cond.type = *type;
+      const json status = c.value("status", json());
+      cond.status = status == "True";
+      const json reason = c.value("reason", json()), message = c.value("message", json());
+      cond.reason = ReasonFromKubeflow(reason.is_string() ? reason.get<std::string>() : "");
+      cond.message = message.is_string() ? message.get<std::string>() : "";
+      cond.last_transition_time = TimeField(c, "lastTransitionTime").value_or(0);
+      // A type written twice (not by us): the last one stands.
+      auto same = std::find_if(s.conditions.begin(), s.conditions.end(),
+                               [&](const Condition& o) { return o.type == cond.type; });
+      if (same != s.conditions.end()) s.conditions.erase(same);
+      s.conditions.push_back(std::move(cond));
+    }
+  }
+  // In the order the state machine adds them (a status of ours keeps it).
+  std::stable_sort(s.conditions.begin(), s.conditions.end(), [](const Condition& a, const Condition& b) {
+    return a.last_transition_time < b.last_transition_time;
+  });
+  s.start_time = TimeField(in, "startTime");
+  s.completion_time = TimeField(in, "completionTime");
+  if (auto it = in.find("restartCount"); it != in.end() && it->is_number_integer())
+    s.restart_count = it->get<int>();
+  if (auto it = in.find("replacements"); it != in.end() && it->is_object()) {
+    for (const auto& [name, since] : it->items()) {
+      const auto dash = name.rfind('-');
+      if (dash == std::string::npos || !since.is_string()) continue;
+      auto type = ParseReplicaType(name.substr(0, dash));
+      const std::string index_text = name.substr(dash + 1);
+      int index = -1;
+      auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+      auto at = ParseRfc3339(since.get<std::string>());
+      if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0 || !at)
+        continue;
+      s.replacements[{*type, index}] = *at;
+    }
+  }
+  return s;
+}
+
+bool TfJobStatusChanged(const json& old_status, const json& new_status) {
+  if (!old_status.is_object()) return true;
+  json a = old_status, b = new_status;
+  a.erase("lastReconcileTime");
+  b.erase("lastReconcileTime");
+  return a != b;
+}
+
+}  // namespace ringmaster::op

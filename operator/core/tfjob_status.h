@@ -1,0 +1,49 @@
+// A TFJob's status in Kubeflow's form (training-operator v1.9's JobStatus),
+// from and to the shared state machine's JobStatus. Conditions keep their
+// types; the reasons are training-operator's (TFJobCreated, TFJobRunning,
+// TFJobRestarting, TFJobSucceeded, TFJobFailed, TFJobSuspended,
+// TFJobResumed, TFJobFailedValidation) with its messages where ours adds
+// nothing, and ours where they say more (which replica failed, how).
+// replicaStatuses count pods as training-operator does (a Pending pod is
+// not active). restartCount and replacements are Ringmaster's state.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ringmaster/job_state.h"
+#include "ringmaster/tfjob.h"
+
+namespace ringmaster::op {
+
+// The state machine's reason as the TFJob's: "JobRunning" -> "TFJobRunning";
+// every reason of a failure -> "TFJobFailed"; one already in TFJob form, or
+// one of ours without a Kubeflow counterpart (RunningShrunk, Queued's), as
+// it is.
+std::string TfJobReason(ConditionType type, const std::string& reason);
+
+// training-operator's message for the state machine's reason where ours
+// says no more than it does ("TFJob ns/name is running."), else `message`.
+std::string TfJobMessage(const TfJob& tfjob, const std::string& reason, const std::string& message);
+
+// The status to write: conditions as training-operator keeps them (Running
+// and Restarting never together; Running False after the end keeps its
+// reason), ordered so that the last is the newest true one (the TFJob's
+// State printer column reads the last), each with lastUpdateTime; replicaStatuses of every type in the spec,
+// keyed as the spec writes it (Chief or Master, Worker, PS, Evaluator), with its selector; start, completion
+// and `last_reconcile` times.
+nlohmann::json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& status,
+                                 const std::vector<ReplicaObservation>& observed,
+                                 std::optional<int64_t> last_reconcile);
+
+// The state machine's view of a TFJob's status: reasons back to ours.
+// Tolerant, as StatusFromJson: what it does not know it skips.
+JobStatus TfJobStatusFromJson(const nlohmann::json& status);
+
+// Whether two statuses differ in more than lastReconcileTime (a status
+// write only for a new time would make every reconcile write).
+bool TfJobStatusChanged(const nlohmann::json& old_status, const nlohmann::json& new_status);
+
+}  // namespace ringmaster::op

@@ -1,0 +1,255 @@
+// Transcripts of the TFJob planner (PlanTfJob): a kubeflow.org/v1 TFJob and
+// what the caches show in, the plan out, as plan_transcript_test does for a
+// DistributedJob. Files: testdata/tfjob_plan/*.txt; commands:
+//
+//   tfjob            the input lines are the TFJob, JSON (namespace "ns",
+//                    uid "uid-1" and generation 1 are added when absent)
+//   set              one "path = JSON" per input line, as in plan_transcript
+//   plan t=N [nowrite]
+//                    one reconcile at N seconds. Input lines: "services" (every
+//                    replica's Service exists), "service <replica>" (that
+//                    one's), "creating <replica>", "deleting <replica>", and
+//                    pods: "<replica> <Phase> [exit=N] [restarts=N] [deleting]
+//                    [owner=UID|owner=none]", <replica> as in the names
+//                    ("master-0", "worker-1"). The plan's status is then the
+//                    job's, as if written, unless `nowrite`.
+//   pod <name>, svc <name>
+//                    the pod or the Service the last plan creates under that
+//                    name, as JSON
+//   env <name>       that pod's tensorflow container's environment, a line
+//                    per variable
+//
+// RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the files with what the code says.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ringmaster/tfjob.h"
+#include "tfjob_reconcile.h"
+#include "time_util.h"
+#include "transcript.h"
+
+namespace ringmaster::op {
+namespace {
+
+using nlohmann::json;
+using ringmaster::testing::TranscriptCase;
+
+constexpr int64_t kT0 = 1'800'000'000;
+
+std::string PodNameOf(const json& job, const std::string& replica) {
+  return job["metadata"]["name"].get<std::string>() + "-" + replica;
+}
+
+// A pod as the operator's cache shows it, labelled as training-operator
+// labels its pods.
+json ParsePod(const TranscriptCase& c, const json& job, const std::string& line) {
+  std::istringstream in(line);
+  std::string replica, phase;
+  in >> replica >> phase;
+  const auto dash = replica.rfind('-');
+  json pod = {{"metadata",
+               {{"name", PodNameOf(job, replica)},
+                {"namespace", job["metadata"]["namespace"]},
+                {"labels",
+                 {{kTfJobNameLabel, job["metadata"]["name"]},
+                  {kTfJobOperatorNameLabel, kTfJobOperatorName},
+                  {kTfJobReplicaTypeLabel, replica.substr(0, dash)},
+                  {kTfJobReplicaIndexLabel, replica.substr(dash + 1)}}},
+                {"ownerReferences", json::array({{{"apiVersion", kTfJobApiVersion},
+                                                  {"kind", kTfJobKind},
+                                                  {"name", job["metadata"]["name"]},
+                                                  {"uid", job["metadata"]["uid"]},
+                                                  {"controller", true}}})}}},
+              {"status", {{"phase", phase}}}};
+  std::optional<int> exit;
+  int restarts = 0;
+  for (std::string w; in >> w;) {
+    if (w.rfind("exit=", 0) == 0) {
+      exit = std::stoi(w.substr(5));
+    } else if (w.rfind("restarts=", 0) == 0) {
+      restarts = std::stoi(w.substr(9));
+    } else if (w == "deleting") {
+      pod["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+    } else if (w == "owner=none") {
+      pod["metadata"].erase("ownerReferences");
+    } else if (w.rfind("owner=", 0) == 0) {
+      pod["metadata"]["ownerReferences"][0]["uid"] = w.substr(6);
+    } else {
+      ADD_FAILURE() << c.Where() << ": unknown word " << w;
+    }
+  }
+  if (exit || restarts) {
+    json cs = {{"name", "tensorflow"}, {"restartCount", restarts}};
+    if (exit) {
+      cs["state"] = {
+          {"terminated", {{"exitCode", *exit}, {"reason", "Error"}, {"finishedAt", FormatRfc3339(kT0)}}}};
+    }
+    pod["status"]["containerStatuses"] = json::array({cs});
+  }
+  return pod;
+}
+
+json ParseService(const json& job, const std::string& replica) {
+  return {{"metadata",
+           {{"name", PodNameOf(job, replica)},
+            {"namespace", job["metadata"]["namespace"]},
+            {"labels", {{kTfJobNameLabel, job["metadata"]["name"]}}},
+            {"ownerReferences", json::array({{{"apiVersion", kTfJobApiVersion},
+                                              {"kind", kTfJobKind},
+                                              {"name", job["metadata"]["name"]},
+                                              {"uid", job["metadata"]["uid"]},
+                                              {"controller", true}}})}}}};
+}
+
+// Every replica's name ("worker-1") of the TFJob as written.
+std::vector<std::string> Replicas(const json& job) {
+  std::vector<std::string> out;
+  const json& specs = job["spec"]["tfReplicaSpecs"];
+  for (const auto& [type, spec] : specs.items()) {
+    std::string lower;
+    for (char ch : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const int n = spec.value("replicas", 1);
+    for (int i = 0; i < n; ++i) out.push_back(lower + "-" + std::to_string(i));
+  }
+  return out;
+}
+
+void Set(const TranscriptCase& c, json& job, const std::string& line) {
+  const auto eq = line.find(" = ");
+  if (eq == std::string::npos) {
+    ADD_FAILURE() << c.Where() << ": not path = JSON: " << line;
+    return;
+  }
+  json value = json::parse(line.substr(eq + 3), nullptr, false);
+  if (value.is_discarded()) {
+    ADD_FAILURE() << c.Where() << ": not JSON: " << line.substr(eq + 3);
+    return;
+  }
+  json* at = &job;
+  std::istringstream path(line.substr(0, eq));
+  for (std::string part; std::getline(path, part, '.');) at = &(*at)[part];
+  *at = std::move(value);
+}
+
+// The plan; of its status only what differs from `old`.
+std::string Render(const Plan& plan, const json& old) {
+  std::ostringstream out;
+  out << "state: " << (plan.state.empty() ? "(none)" : plan.state);
+  for (const Step& step : plan.steps) {
+    out << "\nstep on-failure=" << OnFailureName(step.on_failure) << ":";
+    bool first = true;
+    for (const ApiAction& a : step.actions) {
+      out << (first ? " " : ", ") << ApiActionKindName(a.kind) << (a.name.empty() ? "" : " " + a.name);
+      if (a.kind == ApiActionKind::kDeletePod) out << " (" << a.reason << ")";
+      first = false;
+    }
+  }
+  if (!plan.status) {
+    out << "\nstatus: unchanged";
+  } else {
+    for (const auto& [key, value] : plan.status->items()) {
+      if (old.is_object() && old.contains(key) && old[key] == value) continue;
+      if (key != "conditions") {
+        out << "\nstatus." << key << ": " << value.dump();
+        continue;
+      }
+      for (const auto& c : value) {
+        bool same = false;
+        if (old.is_object() && old.contains("conditions"))
+          for (const auto& o : old["conditions"]) same |= o == c;
+        out << "\nstatus.conditions: " << (same ? "(same) " : "") << c.dump();
+      }
+    }
+  }
+  for (const auto& e : plan.events)
+    out << "\nevent: " << (e.warning ? "warning: " : "") << e.reason << ": " << e.message;
+  if (plan.requeue_after_seconds) out << "\nrequeue: " << *plan.requeue_after_seconds;
+  return out.str();
+}
+
+const json* Created(const Plan& plan, ApiActionKind kind, const std::string& name) {
+  for (const Step& step : plan.steps) {
+    for (const ApiAction& a : step.actions) {
+      if (a.name == name && a.kind == kind) return &a.object;
+    }
+  }
+  return nullptr;
+}
+
+class TfJobPlanTranscript : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TfJobPlanTranscript, PlansAsWritten) {
+  json job;
+  std::optional<Plan> last;
+  ringmaster::testing::RunTranscript(GetParam(), [&](const TranscriptCase& c) -> std::string {
+    if (c.command == "tfjob") {
+      std::string text;
+      for (const auto& l : c.input) text += l + "\n";
+      job = json::parse(text, nullptr, false);
+      if (job.is_discarded() || !job.is_object()) {
+        ADD_FAILURE() << c.Where() << ": the TFJob is not a JSON object";
+        return "";
+      }
+      json& meta = job["metadata"];
+      if (!meta.contains("namespace")) meta["namespace"] = "ns";
+      if (!meta.contains("uid")) meta["uid"] = "uid-1";
+      if (!meta.contains("generation")) meta["generation"] = 1;
+      return "ok";
+    }
+    if (c.command == "set") {
+      for (const auto& line : c.input) Set(c, job, line);
+      return "ok";
+    }
+    if (c.command == "pod" || c.command == "svc" || c.command == "env") {
+      const std::string name = c.args.empty() ? "" : c.args[0].first;
+      const auto kind = c.command == "svc" ? ApiActionKind::kCreateService : ApiActionKind::kCreatePod;
+      const json* o = last ? Created(*last, kind, name) : nullptr;
+      if (!o) return "the last plan creates no " + c.command + " " + name;
+      if (c.command != "env") return o->dump(1);
+      std::string out;
+      for (const auto& ct : (*o)["spec"]["containers"]) {
+        if (ct.value("name", "") != kTfJobContainerName) continue;
+        for (const auto& e : ct["env"]) {
+          out += (out.empty() ? "" : "\n") + e.value("name", "") + "=" + e.value("value", "");
+        }
+      }
+      return out;
+    }
+    if (c.command != "plan") {
+      ADD_FAILURE() << c.Where() << ": unknown command " << c.command;
+      return "";
+    }
+    const int64_t now = kT0 + std::stoll(c.Arg("t", "0"));
+    std::vector<json> pods, services;
+    Pending pending;
+    for (const auto& line : c.input) {
+      std::istringstream in(line);
+      std::string first, replica;
+      in >> first >> replica;
+      if (first == "services") {
+        for (const auto& r : Replicas(job)) services.push_back(ParseService(job, r));
+      } else if (first == "service") {
+        services.push_back(ParseService(job, replica));
+      } else if (first == "creating") {
+        pending.creating.insert(PodNameOf(job, replica));
+      } else if (first == "deleting") {
+        pending.deleting.insert(PodNameOf(job, replica));
+      } else {
+        pods.push_back(ParsePod(c, job, line));
+      }
+    }
+    last = PlanTfJob(job, pods, services, pending, now, BuildOptions{});
+    const std::string out = Render(*last, job.value("status", json()));
+    if (last->status && !c.Has("nowrite")) job["status"] = *last->status;
+    return out;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Testdata, TfJobPlanTranscript,
+                         ::testing::ValuesIn(ringmaster::testing::TranscriptFiles(
+                             RINGMASTER_SOURCE_DIR "/tests/operator/testdata/tfjob_plan")),
+                         [](const auto& info) { return ringmaster::testing::TranscriptName(info.param); });
+
+}  // namespace
+}  // namespace ringmaster::op
