@@ -53,7 +53,8 @@ peer_up() {
   KUBECTL="$kdir/kubectl"; pdir=$(peer_dir)
   if RUN_DIR="$pdir" is_ours training-operator; then log "peer-kubeflow: already running"; return 0; fi
   mkdir -p "$pdir/pids" "$pdir/logs"
-  kctl apply --server-side -f "$fdir/kubeflow.org_tfjobs.yaml" >/dev/null
+  # --force-conflicts: training-operator's own CRD replaces one that Ringmaster's chart installed.
+  kctl apply --server-side --force-conflicts -f "$fdir/kubeflow.org_tfjobs.yaml" >/dev/null
   local deadline=$(( $(now_ms) + 30000 ))
   until [ "$(kctl get crd tfjobs.kubeflow.org \
            -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>/dev/null)" = True ]; do

@@ -124,6 +124,16 @@ grep -q 'seccompProfile' "$WORK/ok.yaml" && fail "podSecurityContext.seccompProf
 grep -q 'prometheus.io/port: "9090"' "$WORK/ok.yaml" || fail "podAnnotations do not win over the chart's prometheus.io/port"
 grep -q 'name: rm-op$' "$WORK/ok.yaml" || fail "fullnameOverride is not the objects' name"
 
+# tfjob.enabled: the flag and the rules for TFJobs, only then.
+render rm --set tfjob.enabled=true >"$WORK/tfjob.yaml" || fail "helm template --set tfjob.enabled=true failed"
+grep -q -- '- --tfjob=true' "$WORK/tfjob.yaml" || fail "tfjob.enabled=true does not pass --tfjob=true"
+grep -q 'resources: \["tfjobs/status"\]' "$WORK/tfjob.yaml" || fail "tfjob.enabled=true grants no tfjobs/status rule"
+if render rm | grep -q -e '--tfjob' -e 'tfjobs'; then
+  fail "the defaults pass --tfjob or grant tfjobs rules"
+else
+  pass "tfjob.enabled: --tfjob and the tfjobs rules, only then"
+fi
+
 # 3. The PodDisruptionBudget.
 pdbs() { render rm "$@" | grep -c '^kind: PodDisruptionBudget$' || true; }
 [ "$(pdbs)" = 1 ] || fail "no PodDisruptionBudget with the defaults (replicaCount 2)"

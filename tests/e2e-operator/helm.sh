@@ -30,6 +30,9 @@ pass "helm template: networkPolicy.enabled adds --network-policy=true and its RB
 # its own: the chart's user ClusterRoles are cluster-scoped and named after
 # the release, and the real-pod tests' release (rm) may be installed.
 rel=rm-e2e name=rm-e2e-ringmaster
+# The TFJob CRD of crds/: installed where there is none, an existing one
+# (training-operator's, or an earlier install's) left as it is.
+tfjob_crd_before=$(k get crd tfjobs.kubeflow.org -o 'jsonpath={.metadata.uid}/{.metadata.resourceVersion}' 2>/dev/null || true)
 "$HELM" install "$rel" "$REPO_ROOT/charts/ringmaster" -n "$NS" --wait=false --timeout 60s \
   --set 'tolerations[0].operator=Exists' --set nodeSelector.type=kwok --set "watchNamespaces={$NS}" \
   --set metrics.serviceMonitor.enabled=false >"$LOGDIR/install.log" 2>&1 ||
@@ -43,6 +46,15 @@ k -n "$NS" get poddisruptionbudget "$name" >/dev/null || fail "no PodDisruptionB
 expect_eq "aggregated user role" \
   "$(k get clusterrole "$name-edit" -o 'jsonpath={.metadata.labels.rbac\.authorization\.k8s\.io/aggregate-to-edit}')" true
 k get crd distributedjobs.ringmaster.io >/dev/null || fail "no CRD"
+tfjob_crd_after=$(k get crd tfjobs.kubeflow.org -o 'jsonpath={.metadata.uid}/{.metadata.resourceVersion}' 2>/dev/null) ||
+  fail "no TFJob CRD after helm install"
+if [ -n "$tfjob_crd_before" ]; then
+  expect_eq "the TFJob CRD that was there (uid/resourceVersion)" "$tfjob_crd_after" "$tfjob_crd_before"
+  note "the TFJob CRD was there already: kept as it was"
+else
+  expect_eq "the chart's TFJob CRD" "$(k get crd tfjobs.kubeflow.org -o 'jsonpath={.spec.versions[0].schema.openAPIV3Schema.description}')" \
+    "A TFJob runs a distributed TensorFlow job (Kubeflow's kubeflow.org/v1 TFJob)."
+fi
 wait_for 120 "2 operator pods Running" bash -c \
   "[ \$(kubectl -n $NS get pods -l app.kubernetes.io/name=ringmaster-operator --field-selector=status.phase=Running -o name | wc -l) = 2 ]"
 node=$(k -n "$NS" get pods -l app.kubernetes.io/name=ringmaster-operator -o 'jsonpath={.items[0].spec.nodeName}')

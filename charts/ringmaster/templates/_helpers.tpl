@@ -93,4 +93,14 @@ created before its pods and read back only on AlreadyExists, as the key. */}}
   resources: ["networkpolicies"]
   verbs: ["create", "get"]
 {{- end }}
+{{- if .Values.tfjob.enabled }}
+{{- /* Only with tfjob.enabled (--tfjob): Kubeflow's TFJobs, as the
+DistributedJobs above. */}}
+- apiGroups: ["kubeflow.org"]
+  resources: ["tfjobs"]
+  verbs: ["get", "list", "watch", "delete"]
+- apiGroups: ["kubeflow.org"]
+  resources: ["tfjobs/status"]
+  verbs: ["get", "update"]
+{{- end }}
 {{- end -}}

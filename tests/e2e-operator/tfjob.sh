@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The operator with --tfjob on Kubeflow's TFJob (kubeflow.org/v1): what it
+# creates is what training-operator v1.9 creates: a pod and a headless
+# Service per replica named <job>-<type>-<index>, training-operator's
+# labels (job-role on the master), controller ownerReferences to the TFJob,
+# TF_CONFIG byte for byte `ringmaster tfconfig`'s, in the tensorflow
+# container; the status in Kubeflow's form (TFJobCreated, TFJobRunning,
+# TFJobSucceeded, replicaStatuses with selectors). A TFJob the loader
+# refuses fails with TFJobFailedValidation naming the field, and the
+# operator goes on. Without --tfjob, TFJobs are left alone.
+. "$(dirname "$0")/lib_operator.sh"
+setup
+# The chart's CRD, unless one (training-operator's) is there: as Helm's crds/.
+if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
+  k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
+fi
+wait_for 60 "the TFJob CRD to be established" \
+  k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
+
+JOB="$LOGDIR/mnist.yaml"
+cat >"$JOB" <<YAML
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: mnist
+  namespace: $NS
+  annotations:
+    ringmaster.io/implementation: RING
+spec:
+  tfReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - {name: tensorflow, image: ghcr.io/ringmaster/worker:0.1.0, command: [ringmaster-worker]}
+    Worker:
+      replicas: 2
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - {name: tensorflow, image: ghcr.io/ringmaster/worker:0.1.0, command: [ringmaster-worker]}
+            - {name: sidecar, image: ghcr.io/ringmaster/worker:0.1.0, command: [sleep, "3600"]}
+    PS:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: ghcr.io/ringmaster/worker:0.1.0
+              command: [ringmaster-worker]
+              ports: [{name: tfjob-port, containerPort: 3333}]
+YAML
+
+# Without --tfjob the operator does not touch TFJobs.
+start_operator plain --leader-elect=false
+k apply -f "$JOB" >/dev/null || fail "apply the TFJob"
+sleep 3
+expect_eq "pods of a TFJob without --tfjob" "$(k -n "$NS" get pods -o name | wc -l)" 0
+kill_operator plain TERM
+pass "without --tfjob: no pods, no status"
+
+start_operator op --leader-elect=false --tfjob
+tfpods() { k -n "$NS" get pods -l training.kubeflow.org/job-name=mnist -o name 2>/dev/null | wc -l; }
+wait_for 60 "the TFJob's 4 pods" bash -c "[ \$(kubectl -n $NS get pods -l training.kubeflow.org/job-name=mnist -o name | wc -l) = 4 ]"
+for r in master:0 worker:0 worker:1 ps:0; do
+  type=${r%%:*} index=${r##*:} name="mnist-${r%%:*}-${r##*:}"
+  want=$("$CLI" tfconfig "$JOB" --replica "$r" --namespace "$NS") || fail "ringmaster tfconfig $r"
+  got=$(k -n "$NS" get pod "$name" -o 'jsonpath={.spec.containers[?(@.name=="tensorflow")].env[?(@.name=="TF_CONFIG")].value}')
+  expect_eq "TF_CONFIG of $name" "$got" "$want"
+  expect_eq "labels of $name" \
+    "$(k -n "$NS" get pod "$name" -o 'jsonpath={.metadata.labels.training\.kubeflow\.org/job-name},{.metadata.labels.training\.kubeflow\.org/replica-type},{.metadata.labels.training\.kubeflow\.org/replica-index},{.metadata.labels.training\.kubeflow\.org/operator-name}')" \
+    "mnist,$type,$index,tfjob-controller"
+  role=$(k -n "$NS" get pod "$name" -o 'jsonpath={.metadata.labels.training\.kubeflow\.org/job-role}')
+  expect_eq "job-role of $name" "$role" "$([ "$type" = master ] && echo master)"
+  expect_eq "owner of $name" \
+    "$(k -n "$NS" get pod "$name" -o 'jsonpath={.metadata.ownerReferences[0].apiVersion}/{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name}/{.metadata.ownerReferences[0].controller}')" \
+    "kubeflow.org/v1/TFJob/mnist/true"
+  expect_eq "implementation env of $name" \
+    "$(k -n "$NS" get pod "$name" -o 'jsonpath={.spec.containers[?(@.name=="tensorflow")].env[?(@.name=="RINGMASTER_IMPLEMENTATION")].value}')" RING
+  wait_for 30 "the Service $name" k -n "$NS" get service "$name"
+  expect_eq "Service $name" \
+    "$(k -n "$NS" get service "$name" -o 'jsonpath={.spec.clusterIP} {.spec.selector.training\.kubeflow\.org/replica-type}-{.spec.selector.training\.kubeflow\.org/replica-index} {.spec.ports[0].name}:{.spec.ports[0].port} {.metadata.ownerReferences[0].kind}')" \
+    "None $type-$index tfjob-port:$([ "$type" = ps ] && echo 3333 || echo 2222) TFJob"
+done
+expect_eq "the sidecar's TF_CONFIG (training-operator gives it to tensorflow alone)" \
+  "$(k -n "$NS" get pod mnist-worker-0 -o 'jsonpath={.spec.containers[?(@.name=="sidecar")].env[?(@.name=="TF_CONFIG")].value}')" ""
+expect_eq "Services of the job" "$(k -n "$NS" get services -l training.kubeflow.org/job-name=mnist -o name | wc -l)" 4
+expect_eq "pod restartPolicy of a worker (OnFailure)" "$(k -n "$NS" get pod mnist-worker-1 -o 'jsonpath={.spec.restartPolicy}')" OnFailure
+expect_eq "pod restartPolicy of the master (Never)" "$(k -n "$NS" get pod mnist-master-0 -o 'jsonpath={.spec.restartPolicy}')" Never
+pass "4 pods and 4 Services, named, labelled and owned as training-operator does; TF_CONFIG byte for byte"
+
+cond() {  # TYPE FIELD
+  k -n "$NS" get tfjob mnist -o "jsonpath={.status.conditions[?(@.type==\"$1\")].$2}"
+}
+wait_for 60 "the TFJob to be Created" bash -c "[ \"\$(kubectl -n $NS get tfjob mnist -o 'jsonpath={.status.conditions[?(@.type==\"Created\")].reason}')\" = TFJobCreated ]"
+wait_for 90 "the TFJob to be Running" bash -c "[ \"\$(kubectl -n $NS get tfjob mnist -o 'jsonpath={.status.conditions[?(@.type==\"Running\")].status}')\" = True ]"
+expect_eq "Running reason" "$(cond Running reason)" TFJobRunning
+expect_eq "Running message" "$(cond Running message)" "TFJob $NS/mnist is running."
+expect_eq "replicaStatuses.Worker" \
+  "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.replicaStatuses.Worker.active}/{.status.replicaStatuses.Worker.succeeded}/{.status.replicaStatuses.Worker.failed}')" 2/0/0
+expect_eq "replicaStatuses.Master.selector" "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.replicaStatuses.Master.selector}')" \
+  "training.kubeflow.org/job-name=mnist,training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/replica-type=master"
+[ -n "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.startTime}')" ] || fail "no startTime"
+[ -n "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.lastReconcileTime}')" ] || fail "no lastReconcileTime"
+state=$(k -n "$NS" get tfjob mnist --no-headers | awk '{print $2}')
+expect_eq "kubectl get tfjob's State (the last condition)" "$state" Running
+pass "status: Created and Running with training-operator's reasons, replicaStatuses, startTime"
+
+pod_exit mnist-master-0 0
+wait_for 60 "the TFJob to succeed" bash -c "[ \"\$(kubectl -n $NS get tfjob mnist -o 'jsonpath={.status.conditions[?(@.type==\"Succeeded\")].status}')\" = True ]"
+expect_eq "Succeeded reason" "$(cond Succeeded reason)" TFJobSucceeded
+expect_eq "Running after success" "$(cond Running status)" False
+[ -n "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.completionTime}')" ] || fail "no completionTime"
+expect_eq "replicaStatuses.Master after success" \
+  "$(k -n "$NS" get tfjob mnist -o 'jsonpath={.status.replicaStatuses.Master.active}/{.status.replicaStatuses.Master.succeeded}')" 0/1
+grep -q "TFJobSucceeded" <<<"$(k -n "$NS" describe tfjob mnist)" || fail "no TFJobSucceeded event"
+# cleanPodPolicy None (TFJob's default): the other pods are left as they are.
+expect_eq "pods left (cleanPodPolicy None)" "$(tfpods)" 4
+pass "the master exits 0 -> Succeeded (TFJobSucceeded), completionTime, event; pods kept (cleanPodPolicy None)"
+
+k -n "$NS" apply -f - >/dev/null <<'YAML' || fail "apply the refused TFJob"
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: refused
+spec:
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers: [{name: trainer, image: ghcr.io/ringmaster/worker:0.1.0}]
+YAML
+wait_for 60 "the refused TFJob to fail" bash -c "[ \"\$(kubectl -n $NS get tfjob refused -o 'jsonpath={.status.conditions[?(@.type==\"Failed\")].reason}')\" = TFJobFailedValidation ]"
+msg=$(k -n "$NS" get tfjob refused -o 'jsonpath={.status.conditions[?(@.type=="Failed")].message}')
+grep -q "spec.tfReplicaSpecs.Worker.template.spec.containers: needs a container named tensorflow" <<<"$msg" ||
+  fail "the Failed condition does not name the field: $msg"
+expect_eq "pods of the refused TFJob" "$(k -n "$NS" get pods -l training.kubeflow.org/job-name=refused -o name | wc -l)" 0
+kill -0 "${OP_PIDS[op]}" || fail "the operator exited"
+pass "a refused TFJob: Failed TFJobFailedValidation naming the field, no pods, the operator goes on"
