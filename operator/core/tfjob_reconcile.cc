@@ -65,6 +65,22 @@ Plan InvalidTfJob(const json& obj, const std::vector<FieldError>& errors, int64_
   return plan;
 }
 
+// enableDynamicWorker: a Worker that failed for good (its restartPolicy
+// does not restart it) does not fail the job, as in training-operator; its
+// pod stays, counted as failed, and is not replaced. To the state machine
+// it is a replica on its way out: nothing to decide about it.
+void KeepFailedWorkers(const DistributedJob& job, std::vector<ReplicaObservation>& observed) {
+  const ReplicaSpec* workers = job.Find(ReplicaType::kWorker);
+  if (!workers) return;
+  for (auto& o : observed) {
+    if (o.key.type != ReplicaType::kWorker || o.phase != ReplicaPhase::kFailed) continue;
+    const RestartPolicy p = workers->restart_policy;
+    const bool restarts = p == RestartPolicy::kOnFailure || p == RestartPolicy::kAlways ||
+                          (p == RestartPolicy::kExitCode && o.exit_code >= 128);
+    if (!restarts) o.deleting = true;
+  }
+}
+
 // The state machine's events under training-operator's reasons and words.
 std::vector<JobEvent> TfJobEvents(const TfJob& tfjob, std::vector<JobEvent> events) {
   for (auto& e : events) {
@@ -115,6 +131,8 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
       }
     }
   }
+
+  if (tfjob.enable_dynamic_worker) KeepFailedWorkers(job, observed);
 
   const json empty = json::object();
   const json& status_obj = obj.contains("status") && obj["status"].is_object() ? obj["status"] : empty;
