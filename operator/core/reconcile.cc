@@ -153,6 +153,8 @@ std::string_view ApiActionKindName(ApiActionKind kind) {
       return "create-pod";
     case ApiActionKind::kPatchPod:
       return "patch-pod";
+    case ApiActionKind::kPatchJob:
+      return "patch-job";
     case ApiActionKind::kDeletePod:
       return "delete-pod";
     case ApiActionKind::kDeleteJob:

@@ -34,6 +34,10 @@ enum class ApiActionKind {
   // A strategic merge patch of one pod (`object`): Kueue's finalizer dropped
   // from a pod on its way out, its end-of-group mark once the job has ended.
   kPatchPod,
+  // A merge patch of the job object itself (`object`): a TFJob's
+  // Ringmaster state, kept where a CRD's schema cannot prune it
+  // (tfjob_status.h).
+  kPatchJob,
   kDeletePod,
   kDeleteJob
 };

@@ -81,6 +81,28 @@ void KeepFailedWorkers(const DistributedJob& job, std::vector<ReplicaObservation
   }
 }
 
+// The state annotation, when it is behind the new status: patched right
+// after the status write (before any deletion: a restart's count is stored
+// before its failed pod goes), or first when the status is not written.
+void KeepState(const json& obj, const JobStatus& status, Plan& plan) {
+  const std::string want = TfJobStateAnnotation(status);
+  const json* at = &obj;
+  for (const char* key : {"metadata", "annotations", kTfJobStateAnnotation}) {
+    at = at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+    if (!at) break;
+  }
+  const std::string have = at && at->is_string() ? at->get<std::string>() : "";
+  if (want == have) return;
+  json patch = {
+      {"metadata", {{"annotations", {{kTfJobStateAnnotation, want.empty() ? json() : json(want)}}}}}};
+  Step step{{{ApiActionKind::kPatchJob, MetadataString(obj, "name"), std::move(patch), "KeptState"}},
+            OnFailure::kStop};
+  auto write = std::find_if(plan.steps.begin(), plan.steps.end(), [](const Step& s) {
+    return !s.actions.empty() && s.actions[0].kind == ApiActionKind::kWriteStatus;
+  });
+  plan.steps.insert(write == plan.steps.end() ? plan.steps.begin() : write + 1, std::move(step));
+}
+
 // The state machine's events under training-operator's reasons and words.
 std::vector<JobEvent> TfJobEvents(const TfJob& tfjob, std::vector<JobEvent> events) {
   for (auto& e : events) {
@@ -136,7 +158,8 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
 
   const json empty = json::object();
   const json& status_obj = obj.contains("status") && obj["status"].is_object() ? obj["status"] : empty;
-  const JobStatus old_status = TfJobStatusFromJson(status_obj);
+  JobStatus old_status = TfJobStatusFromJson(status_obj);
+  MergeTfJobStateAnnotation(obj, old_status);
   Decision d = Reconcile(job, old_status, observed, now);
   AddVerdict(old_status, failures, d);
 
@@ -202,6 +225,7 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
   json status = TfJobStatusToJson(tfjob, d.status, observed, now);
   if (TfJobStatusChanged(status_obj.empty() ? json() : status_obj, status)) plan.status = std::move(status);
   OrderPlan(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
+  KeepState(obj, d.status, plan);
   return plan;
 }
 

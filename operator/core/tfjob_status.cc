@@ -199,11 +199,47 @@ JobStatus TfJobStatusFromJson(const json& in) {
   return s;
 }
 
+std::string TfJobStateAnnotation(const JobStatus& s) {
+  if (s.restart_count == 0 && s.replacements.empty()) return "";
+  json state = {{"restartCount", s.restart_count}};
+  if (!s.replacements.empty()) {
+    json replacements = json::object();
+    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
+    state["replacements"] = std::move(replacements);
+  }
+  return state.dump();
+}
+
+void MergeTfJobStateAnnotation(const json& tfjob, JobStatus& s) {
+  if (!tfjob.is_object()) return;
+  auto meta = tfjob.find("metadata");
+  if (meta == tfjob.end() || !meta->is_object()) return;
+  auto annotations = meta->find("annotations");
+  if (annotations == meta->end() || !annotations->is_object()) return;
+  auto it = annotations->find(kTfJobStateAnnotation);
+  if (it == annotations->end() || !it->is_string()) return;
+  const json state = json::parse(it->get<std::string>(), nullptr, false);
+  if (!state.is_object()) return;
+  // The same reader as the status's (restartCount, replacements).
+  const JobStatus kept = TfJobStatusFromJson(state);
+  // The status is written first, the annotation right after: when they
+  // differ, the larger count is the newer one.
+  if (kept.restart_count > s.restart_count) {
+    s.restart_count = kept.restart_count;
+    if (s.replacements.empty()) s.replacements = kept.replacements;
+  }
+}
+
 bool TfJobStatusChanged(const json& old_status, const json& new_status) {
   if (!old_status.is_object()) return true;
   json a = old_status, b = new_status;
-  a.erase("lastReconcileTime");
-  b.erase("lastReconcileTime");
+  // Ringmaster's own fields count only through the state annotation, which
+  // keeps them: training-operator's CRD drops them from every status
+  // written, and comparing them would write the status at every look.
+  for (const char* field : {"lastReconcileTime", "restartCount", "replacements"}) {
+    a.erase(field);
+    b.erase(field);
+  }
   return a != b;
 }
 

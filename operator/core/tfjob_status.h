@@ -42,8 +42,21 @@ nlohmann::json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& status,
 // Tolerant, as StatusFromJson: what it does not know it skips.
 JobStatus TfJobStatusFromJson(const nlohmann::json& status);
 
+// Ringmaster's state of a TFJob (restartCount, replacements) is in its
+// status and, since training-operator's CRD prunes status fields it does not
+// know, also in this annotation, as JSON. Not ringmaster.io/: those are the
+// user's settings (the loader refuses unknown ones).
+inline constexpr char kTfJobStateAnnotation[] = "status.ringmaster.io/state";
+
+// The annotation's value for `status` ("" when there is no state to keep).
+std::string TfJobStateAnnotation(const JobStatus& status);
+// Reads the annotation's state into `status` where it is ahead of the
+// status's own (a pruned status has none). Malformed: ignored.
+void MergeTfJobStateAnnotation(const nlohmann::json& tfjob, JobStatus& status);
+
 // Whether two statuses differ in more than lastReconcileTime (a status
-// write only for a new time would make every reconcile write).
+// write only for a new time would make every reconcile write) and
+// Ringmaster's own fields (the state annotation keeps those).
 bool TfJobStatusChanged(const nlohmann::json& old_status, const nlohmann::json& new_status);
 
 }  // namespace ringmaster::op

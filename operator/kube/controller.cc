@@ -337,6 +337,17 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
       case ApiActionKind::kPatchPod:
         ok &= PatchPod(key, a);
         break;
+      case ApiActionKind::kPatchJob: {
+        // Like the status write: what it stores must be there before the
+        // evidence goes, so a failure stops the plan (OnFailure::kStop).
+        auto resp =
+            client_.Request("PATCH", JobsPath(ns) + "/" + a.name, &a.object, "application/merge-patch+json");
+        if (!resp.ok()) return resp.status();
+        if (resp->code == 404) break;
+        if (!resp->ok()) return UnavailableError("patch of " + key + ": " + resp->Message());
+        job_informers_[idx]->Upsert(resp->body);
+        break;
+      }
       case ApiActionKind::kDeletePod: {
         expectations_.ExpectDelete(key, a.name, now);
         auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);

@@ -5,7 +5,8 @@
 # labels (job-role on the master), controller ownerReferences to the TFJob,
 # TF_CONFIG byte for byte `ringmaster tfconfig`'s, in the tensorflow
 # container; the status in Kubeflow's form (TFJobCreated, TFJobRunning,
-# TFJobSucceeded, replicaStatuses with selectors). A TFJob the loader
+# TFJobSucceeded, replicaStatuses with selectors); restarts counted in the
+# state annotation, backoffLimit -> TFJobFailed. A TFJob the loader
 # refuses fails with TFJobFailedValidation naming the field, and the
 # operator goes on. Without --tfjob, TFJobs are left alone.
 . "$(dirname "$0")/lib_operator.sh"
@@ -140,3 +141,37 @@ grep -q "spec.tfReplicaSpecs.Worker.template.spec.containers: needs a container 
 expect_eq "pods of the refused TFJob" "$(k -n "$NS" get pods -l training.kubeflow.org/job-name=refused -o name | wc -l)" 0
 kill -0 "${OP_PIDS[op]}" || fail "the operator exited"
 pass "a refused TFJob: Failed TFJobFailedValidation naming the field, no pods, the operator goes on"
+
+# Restarts: ExitCode, a signal restarts the replica as a new pod
+# (TFJobRestarting), counted in the status and in the state annotation that
+# training-operator's CRD would not prune; past backoffLimit, TFJobFailed.
+k -n "$NS" apply -f - >/dev/null <<'YAML' || fail "apply the TFJob retry"
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  name: retry
+spec:
+  runPolicy: {backoffLimit: 1, cleanPodPolicy: All}
+  tfReplicaSpecs:
+    Worker:
+      replicas: 2
+      restartPolicy: ExitCode
+      template:
+        spec:
+          containers: [{name: tensorflow, image: ghcr.io/ringmaster/worker:0.1.0, command: [ringmaster-worker]}]
+YAML
+wait_for 90 "the TFJob retry to be Running" bash -c "[ \"\$(kubectl -n $NS get tfjob retry -o 'jsonpath={.status.conditions[?(@.type==\"Running\")].status}')\" = True ]"
+uid=$(pod_uid retry-worker-1)
+pod_exit retry-worker-1 137
+wait_for 60 "worker 1 to be recreated" bash -c "u=\$(kubectl -n $NS get pod retry-worker-1 -o jsonpath={.metadata.uid} 2>/dev/null); [ -n \"\$u\" ] && [ \"\$u\" != $uid ]"
+expect_eq "the state annotation" \
+  "$(k -n "$NS" get tfjob retry -o 'jsonpath={.metadata.annotations.status\.ringmaster\.io/state}')" '{"restartCount":1}'
+grep -q "TFJobRestarting" <<<"$(k -n "$NS" describe tfjob retry)" || fail "no TFJobRestarting event"
+wait_for 90 "the TFJob retry to run again" bash -c "[ \"\$(kubectl -n $NS get tfjob retry -o 'jsonpath={.status.conditions[?(@.type==\"Running\")].status}')\" = True ]"
+pod_exit retry-worker-0 143
+wait_for 60 "the TFJob retry to fail" bash -c "[ \"\$(kubectl -n $NS get tfjob retry -o 'jsonpath={.status.conditions[?(@.type==\"Failed\")].status}')\" = True ]"
+expect_eq "Failed reason" "$(k -n "$NS" get tfjob retry -o 'jsonpath={.status.conditions[?(@.type=="Failed")].reason}')" TFJobFailed
+grep -q "more than backoffLimit 1" <<<"$(k -n "$NS" get tfjob retry -o 'jsonpath={.status.conditions[?(@.type=="Failed")].message}')" ||
+  fail "the Failed condition does not say backoffLimit"
+wait_for 60 "the failed TFJob's pods to be cleaned (All)" bash -c "[ \$(kubectl -n $NS get pods -l training.kubeflow.org/job-name=retry -o name | wc -l) = 0 ]"
+pass "exit 137 -> recreated (TFJobRestarting, state annotation restartCount 1); a second restart past backoffLimit 1 -> TFJobFailed, pods cleaned"

@@ -5,14 +5,17 @@
 //   tfjob            the input lines are the TFJob, JSON (namespace "ns",
 //                    uid "uid-1" and generation 1 are added when absent)
 //   set              one "path = JSON" per input line, as in plan_transcript
-//   plan t=N [nowrite]
+//   plan t=N [nowrite] [pruned]
 //                    one reconcile at N seconds. Input lines: "services" (every
 //                    replica's Service exists), "service <replica>" (that
 //                    one's), "creating <replica>", "deleting <replica>", and
 //                    pods: "<replica> <Phase> [exit=N] [restarts=N] [deleting]
 //                    [owner=UID|owner=none]", <replica> as in the names
-//                    ("master-0", "worker-1"). The plan's status is then the
-//                    job's, as if written, unless `nowrite`.
+//                    ("master-0", "worker-1"). The plan's status and its
+//                    patch of the job are then the job's, as if written,
+//                    unless `nowrite`; `pruned`: the status as
+//                    training-operator's CRD stores it (the fields it does
+//                    not know dropped).
 //   pod <name>, svc <name>
 //                    the pod or the Service the last plan creates under that
 //                    name, as JSON
@@ -142,6 +145,7 @@ std::string Render(const Plan& plan, const json& old) {
     for (const ApiAction& a : step.actions) {
       out << (first ? " " : ", ") << ApiActionKindName(a.kind) << (a.name.empty() ? "" : " " + a.name);
       if (a.kind == ApiActionKind::kDeletePod) out << " (" << a.reason << ")";
+      if (a.kind == ApiActionKind::kPatchJob) out << " " << a.object.dump();
       first = false;
     }
   }
@@ -241,7 +245,17 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
     }
     last = PlanTfJob(job, pods, services, pending, now, BuildOptions{});
     const std::string out = Render(*last, job.value("status", json()));
-    if (last->status && !c.Has("nowrite")) job["status"] = *last->status;
+    if (!c.Has("nowrite")) {
+      if (last->status) job["status"] = *last->status;
+      if (c.Has("pruned")) {
+        for (const char* ours : {"restartCount", "replacements"}) job["status"].erase(ours);
+      }
+      for (const Step& step : last->steps) {
+        for (const ApiAction& a : step.actions) {
+          if (a.kind == ApiActionKind::kPatchJob) job.merge_patch(a.object);
+        }
+      }
+    }
     return out;
   });
 }

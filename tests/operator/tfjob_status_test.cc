@@ -52,6 +52,28 @@ TEST(TfJobStatus, ChangedIgnoresOnlyTheReconcileTime) {
   EXPECT_FALSE(TfJobStatusChanged(a, {{"startTime", "t"}, {"lastReconcileTime", "2"}}));
   EXPECT_TRUE(TfJobStatusChanged(a, {{"startTime", "u"}, {"lastReconcileTime", "1"}}));
   EXPECT_TRUE(TfJobStatusChanged(json(), a)) << "no status yet";
+  EXPECT_FALSE(TfJobStatusChanged(a, {{"startTime", "t"}, {"restartCount", 2}}))
+      << "a CRD that prunes restartCount must not make every look write the status";
+}
+
+TEST(TfJobStatus, TheStateAnnotationKeepsWhatAPrunedStatusLoses) {
+  JobStatus s;
+  EXPECT_EQ(TfJobStateAnnotation(s), "") << "nothing to keep";
+  s.restart_count = 2;
+  s.replacements[{ReplicaType::kWorker, 1}] = *ParseRfc3339("2026-01-02T03:04:05Z");
+  const std::string kept = TfJobStateAnnotation(s);
+  const json job = {{"metadata", {{"annotations", {{kTfJobStateAnnotation, kept}}}}}};
+  JobStatus pruned;
+  MergeTfJobStateAnnotation(job, pruned);
+  EXPECT_EQ(pruned.restart_count, 2);
+  EXPECT_EQ(pruned.replacements, s.replacements);
+  JobStatus ahead;
+  ahead.restart_count = 3;
+  MergeTfJobStateAnnotation(job, ahead);
+  EXPECT_EQ(ahead.restart_count, 3) << "a status ahead of the annotation (its patch failed) wins";
+  JobStatus bad;
+  MergeTfJobStateAnnotation({{"metadata", {{"annotations", {{kTfJobStateAnnotation, "{not json"}}}}}}, bad);
+  EXPECT_EQ(bad.restart_count, 0);
 }
 
 }  // namespace

@@ -96,9 +96,10 @@ created before its pods and read back only on AlreadyExists, as the key. */}}
 {{- if .Values.tfjob.enabled }}
 {{- /* Only with tfjob.enabled (--tfjob): Kubeflow's TFJobs, as the
 DistributedJobs above. */}}
+{{- /* patch: Ringmaster's state annotation (docs/kubeflow.md). */}}
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs"]
-  verbs: ["get", "list", "watch", "delete"]
+  verbs: ["get", "list", "watch", "delete", "patch"]
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs/status"]
   verbs: ["get", "update"]
