@@ -157,6 +157,8 @@ std::string_view ApiActionKindName(ApiActionKind kind) {
       return "patch-job";
     case ApiActionKind::kDeletePod:
       return "delete-pod";
+    case ApiActionKind::kDeleteService:
+      return "delete-service";
     case ApiActionKind::kDeleteJob:
       return "delete-job";
   }

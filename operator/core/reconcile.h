@@ -39,6 +39,9 @@ enum class ApiActionKind {
   // (tfjob_status.h).
   kPatchJob,
   kDeletePod,
+  // A TFJob's replica that goes for good (not restarted) loses its Service
+  // with its pod, as under training-operator.
+  kDeleteService,
   kDeleteJob
 };
 std::string_view ApiActionKindName(ApiActionKind kind);

@@ -207,7 +207,11 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
         break;
       }
       case ActionKind::kDelete:
+        // Gone for good (cleanPodPolicy, suspend, scaled away): its Service
+        // goes with it, as training-operator deletes both.
         deletions.push_back({ApiActionKind::kDeletePod, name_of(a.key), json(), "SuccessfulDeletePod"});
+        deletions.push_back(
+            {ApiActionKind::kDeleteService, name_of(a.key), json(), "SuccessfulDeleteService"});
         break;
       case ActionKind::kRestart:
         deletions.push_back({ApiActionKind::kDeletePod, name_of(a.key), json(), "RestartingPod"});

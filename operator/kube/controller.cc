@@ -289,7 +289,7 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
   bool ok = true;
   // One event per kind of change and step ("created pods: a, b"), not one
   // per pod: fewer API calls, the same story in `kubectl describe`.
-  std::vector<std::string> created, deleted, restarted;
+  std::vector<std::string> created, deleted, restarted, deleted_services;
   // The step's Service and pods are created concurrently (a job's replicas
   // start together anyway); the QPS limiter still paces them. The other
   // actions take more than one request each (or retry one on a 401): one
@@ -362,6 +362,15 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         }
         break;
       }
+      case ApiActionKind::kDeleteService: {
+        auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/services/" + a.name);
+        if (resp.ok() && resp->ok()) {
+          deleted_services.push_back(a.name);
+        } else if (!resp.ok() || resp->code != 404) {
+          ok = false;
+        }
+        break;
+      }
       case ApiActionKind::kDeleteJob: {
         json opts = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
         auto resp = client_.Request("DELETE", JobsPath(ns) + "/" + a.name, &opts);
@@ -402,6 +411,8 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
   if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
   if (!restarted.empty())
     RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+  if (!deleted_services.empty())
+    RecordEvent(job, false, "SuccessfulDeleteService", "deleted Services: " + join(deleted_services));
   return ok ? OkStatus() : UnavailableError("some API calls for " + key + " failed");
 }
 

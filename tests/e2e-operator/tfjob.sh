@@ -174,4 +174,5 @@ expect_eq "Failed reason" "$(k -n "$NS" get tfjob retry -o 'jsonpath={.status.co
 grep -q "more than backoffLimit 1" <<<"$(k -n "$NS" get tfjob retry -o 'jsonpath={.status.conditions[?(@.type=="Failed")].message}')" ||
   fail "the Failed condition does not say backoffLimit"
 wait_for 60 "the failed TFJob's pods to be cleaned (All)" bash -c "[ \$(kubectl -n $NS get pods -l training.kubeflow.org/job-name=retry -o name | wc -l) = 0 ]"
-pass "exit 137 -> recreated (TFJobRestarting, state annotation restartCount 1); a second restart past backoffLimit 1 -> TFJobFailed, pods cleaned"
+wait_for 60 "their Services to go with them" bash -c "[ \$(kubectl -n $NS get services -l training.kubeflow.org/job-name=retry -o name | wc -l) = 0 ]"
+pass "exit 137 -> recreated (TFJobRestarting, state annotation restartCount 1); a second restart past backoffLimit 1 -> TFJobFailed, pods and their Services cleaned"

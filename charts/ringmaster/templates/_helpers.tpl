@@ -103,5 +103,9 @@ DistributedJobs above. */}}
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs/status"]
   verbs: ["get", "update"]
+{{- /* A TFJob's replica that goes for good loses its Service too. */}}
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["delete"]
 {{- end }}
 {{- end -}}
