@@ -83,12 +83,12 @@ json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& s,
                        const std::vector<ReplicaObservation>& observed,
                        std::optional<int64_t> last_reconcile) {
   json out = json::object();
-  // The last condition is what `kubectl get tfjob` shows (State: the last
-  // one's type): false ones first, then the true ones oldest first.
+  // In the order they last changed, as training-operator moves a condition
+  // it sets to the end: the last is what `kubectl get tfjob` shows (State:
+  // the last one's type).
   std::vector<const Condition*> order;
   for (const auto& c : s.conditions) order.push_back(&c);
   std::stable_sort(order.begin(), order.end(), [](const Condition* a, const Condition* b) {
-    if (a->status != b->status) return !a->status;
     return a->last_transition_time < b->last_transition_time;
   });
   json conditions = json::array();
@@ -132,10 +132,13 @@ json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& s,
       c.succeeded += c.active;
       c.active = 0;
     }
-    replicas[std::string(SpecKey(tfjob, type))] = {{"active", c.active},
-                                                   {"succeeded", c.succeeded},
-                                                   {"failed", c.failed},
-                                                   {"selector", TfJobSelector(tfjob, type)}};
+    // Go's omitempty: a count of 0 is not written.
+    json r = json::object();
+    if (c.active) r["active"] = c.active;
+    if (c.succeeded) r["succeeded"] = c.succeeded;
+    if (c.failed) r["failed"] = c.failed;
+    r["selector"] = TfJobSelector(tfjob, type);
+    replicas[std::string(SpecKey(tfjob, type))] = std::move(r);
   }
   out["replicaStatuses"] = std::move(replicas);
   if (s.start_time) out["startTime"] = FormatRfc3339(*s.start_time);

@@ -30,8 +30,8 @@ std::string TfJobMessage(const TfJob& tfjob, const std::string& reason, const st
 
 // The status to write: conditions as training-operator keeps them (Running
 // and Restarting never together; Running False after the end keeps its
-// reason), ordered so that the last is the newest true one (the TFJob's
-// State printer column reads the last), each with lastUpdateTime; replicaStatuses of every type in the spec,
+// reason), in the order they last changed (the TFJob's State printer
+// column reads the last), each with lastUpdateTime; replicaStatuses of every type in the spec,
 // keyed as the spec writes it (Chief or Master, Worker, PS, Evaluator), with its selector; start, completion
 // and `last_reconcile` times.
 nlohmann::json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& status,
