@@ -54,6 +54,12 @@ ApiVerdict JudgeListAnswer(std::string_view resource, std::string_view path, int
                 ": the DistributedJob CRD is not installed (kubectl apply -f manifests/00-crd.yaml, or "
                 "install the chart); retrying until it is"};
   }
+  if (code == 404 && resource == "tfjobs") {
+    return {false,
+            "cannot " + what + Server(code, server_message) +
+                ": --tfjob needs the TFJob CRD (install the chart, whose crds/ has one, or kubectl "
+                "create -f charts/ringmaster/crds/tfjobs.kubeflow.org.yaml); retrying until it is there"};
+  }
   if (code == 403) {
     return {false, "the operator may not " + what + Server(code, server_message) +
                        ": its ClusterRole (manifests/, the chart) must grant list and watch on " +

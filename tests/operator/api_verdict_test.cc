@@ -47,6 +47,9 @@ TEST(ListVerdict, MissingCrdAndForbiddenSayWhatIsMissing) {
       JudgeListAnswer("distributedjobs", "/apis/ringmaster.io/v1/distributedjobs", 404, "not found");
   EXPECT_FALSE(crd.heals);
   EXPECT_NE(crd.message.find("CRD is not installed"), std::string::npos) << crd.message;
+  ApiVerdict tf = JudgeListAnswer("tfjobs", "/apis/kubeflow.org/v1/tfjobs", 404, "not found");
+  EXPECT_FALSE(tf.heals);
+  EXPECT_NE(tf.message.find("--tfjob needs the TFJob CRD"), std::string::npos) << tf.message;
   ApiVerdict rbac = JudgeListAnswer("pods", "/api/v1/namespaces/a/pods", 403, "forbidden");
   EXPECT_FALSE(rbac.heals);
   EXPECT_NE(rbac.message.find("list and watch on pods"), std::string::npos) << rbac.message;
