@@ -181,8 +181,15 @@ void OperatorMetrics::Reconciled(double seconds, bool failed) {
   if (failed) reconcile_errors_->Increment();
 }
 
-void OperatorMetrics::SetJobsByCondition(const std::map<std::string, double>& by_condition) {
-  for (const auto& [condition, n] : by_condition) jobs_.Add({{"condition", condition}}).Set(n);
+void OperatorMetrics::SetJobsByCondition(const std::map<std::string, double>& by_condition,
+                                         const std::string& kind) {
+  std::lock_guard<std::mutex> lock(jobs_mu_);
+  jobs_by_kind_[kind] = by_condition;
+  std::map<std::string, double> sum;
+  for (const auto& [k, counts] : jobs_by_kind_) {
+    for (const auto& [condition, n] : counts) sum[condition] += n;
+  }
+  for (const auto& [condition, n] : sum) jobs_.Add({{"condition", condition}}).Set(n);
 }
 
 void OperatorMetrics::CountJob(const JobTransition& t, const std::string& ns) {

@@ -75,7 +75,11 @@ class OperatorMetrics {
   QueueMetrics& queue() { return queue_; }
 
   void Reconciled(double seconds, bool failed);
-  void SetJobsByCondition(const std::map<std::string, double>& jobs_by_condition);
+  // ringmaster_jobs{condition}: the jobs of each state. Each `kind`'s
+  // counts (DistributedJobs, TFJobs: one controller each) are kept apart
+  // and the gauge is their sum.
+  void SetJobsByCondition(const std::map<std::string, double>& jobs_by_condition,
+                          const std::string& kind = "");
   void PodCreated() { pods_created_->Increment(); }
   void PodDeleted() { pods_deleted_->Increment(); }
   void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
@@ -96,6 +100,8 @@ class OperatorMetrics {
   prometheus::Histogram* reconcile_seconds_;
   prometheus::Gauge* leader_;
   prometheus::Family<prometheus::Gauge>& jobs_;
+  std::mutex jobs_mu_;  // the controllers report from threads of their own
+  std::map<std::string, std::map<std::string, double>> jobs_by_kind_;
   prometheus::Family<prometheus::Counter>&jobs_created_, &jobs_succeeded_, &jobs_failed_, &jobs_restarted_;
   prometheus::Family<prometheus::Counter>& recoveries_;
   prometheus::Family<prometheus::Gauge>&workers_active_, &workers_wanted_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "status_json.h"
 #include "tfjob_objects.h"
 #include "time_util.h"
 
@@ -231,6 +232,13 @@ void MergeTfJobStateAnnotation(const json& tfjob, JobStatus& s) {
     s.restart_count = kept.restart_count;
     if (s.replacements.empty()) s.replacements = kept.replacements;
   }
+}
+
+json TfJobMetricsStatus(const json& status) {
+  if (!status.is_object()) return json();
+  json out = {{"state", StateOf(TfJobStatusFromJson(status))}};
+  if (auto it = status.find("replacements"); it != status.end()) out["replacements"] = *it;
+  return out;
 }
 
 bool TfJobStatusChanged(const json& old_status, const json& new_status) {

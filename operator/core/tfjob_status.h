@@ -54,6 +54,10 @@ std::string TfJobStateAnnotation(const JobStatus& status);
 // status's own (a pruned status has none). Malformed: ignored.
 void MergeTfJobStateAnnotation(const nlohmann::json& tfjob, JobStatus& status);
 
+// The TFJob's status as the operator's metrics read a DistributedJob's:
+// its one-word `state` (StateOf) and `replacements`.
+nlohmann::json TfJobMetricsStatus(const nlohmann::json& status);
+
 // Whether two statuses differ in more than lastReconcileTime (a status
 // write only for a new time would make every reconcile write) and
 // Ringmaster's own fields (the state annotation keeps those).

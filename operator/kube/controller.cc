@@ -14,6 +14,7 @@
 #include "status_json.h"
 #include "tfjob_objects.h"
 #include "tfjob_reconcile.h"
+#include "tfjob_status.h"
 #include "time_util.h"
 
 namespace ringmaster::op {
@@ -43,7 +44,12 @@ StatusOr<std::string> RandomBytes(size_t n) {
 }  // namespace
 
 JobKind DistributedJobKind() {
-  JobKind k{kGroup, kVersion, kPlural, std::string(kKind), kLabelJobName, nullptr, true};
+  JobKind k;
+  k.group = kGroup;
+  k.version = kVersion;
+  k.plural = kPlural;
+  k.kind = kKind;
+  k.job_label = kLabelJobName;
   k.plan = [](const json& job, const std::vector<json>& pods, const std::vector<json>& services,
               const Pending& pending, int64_t now, const BuildOptions& opts) {
     // The job's one Service, named as the job.
@@ -58,7 +64,16 @@ JobKind DistributedJobKind() {
 }
 
 JobKind TfJobKind() {
-  return {kTfJobGroup, kTfJobVersion, kTfJobPlural, kTfJobKind, kTfJobNameLabel, PlanTfJob, false};
+  JobKind k;
+  k.group = kTfJobGroup;
+  k.version = kTfJobVersion;
+  k.plural = kTfJobPlural;
+  k.kind = kTfJobKind;
+  k.job_label = kTfJobNameLabel;
+  k.plan = PlanTfJob;
+  k.metrics_status = TfJobMetricsStatus;
+  k.worker_gauges = false;
+  return k;
 }
 
 Controller::Controller(KubeClient& client, KubeClient& events, OperatorMetrics& metrics,
@@ -168,22 +183,27 @@ void Controller::Resync() {
   }
 }
 
+json Controller::MetricsStatus(const json& job) const {
+  const json status = job.is_object() && job.contains("status") ? job["status"] : json();
+  return options_.kind.metrics_status ? options_.kind.metrics_status(status) : status;
+}
+
 void Controller::UpdateJobGauge() {
-  if (!options_.kind.job_gauges) return;
   std::map<std::string, double> by_state;
   for (ConditionType t : kAllConditionTypes) by_state[std::string(ConditionTypeName(t))] = 0;
   std::vector<JobWorkers> workers;
   for (auto& inf : job_informers_) {
     inf->ForEach([&](const json& job) {
       if (auto w = JobWorkersOf(job)) workers.push_back(std::move(*w));
+      const json status = MetricsStatus(job);
       std::string state;
-      if (job.contains("status") && job["status"].is_object()) state = job["status"].value("state", "");
+      if (status.is_object()) state = status.value("state", "");
       if (state.empty()) state = "Created";
       by_state[state] += 1;
     });
   }
-  metrics_.SetJobsByCondition(by_state);
-  metrics_.SetJobWorkers(workers);
+  metrics_.SetJobsByCondition(by_state, options_.kind.kind);
+  if (options_.kind.worker_gauges) metrics_.SetJobWorkers(workers);
 }
 
 void Controller::Worker() {
@@ -265,7 +285,10 @@ Status Controller::WriteStatus(const std::string& key, size_t idx, const json& j
   if (resp->code == 404) return OkStatus();
   if (!resp->ok()) return UnavailableError("status update of " + key + ": " + resp->Message());
   job_informers_[idx]->Upsert(resp->body);
-  metrics_.CountJob(JobTransitionOf(job.contains("status") ? job["status"] : json(), *plan.status), ns);
+  const JobKind& k = options_.kind;
+  metrics_.CountJob(
+      JobTransitionOf(MetricsStatus(job), k.metrics_status ? k.metrics_status(*plan.status) : *plan.status),
+      ns);
   LogInfo("status", {{"job", key}, {"state", plan.state}});
   return OkStatus();
 }

@@ -34,8 +34,13 @@ struct JobKind {
   std::function<Plan(const nlohmann::json&, const std::vector<nlohmann::json>&,
                      const std::vector<nlohmann::json>&, const Pending&, int64_t, const BuildOptions&)>
       plan;
-  // Whether its jobs make the ringmaster_jobs gauges (DistributedJobs).
-  bool job_gauges = true;
+  // The job's status as the metrics read it (`state`, `replacements`,
+  // `workersActive`/`workersWanted`: a DistributedJob's status); null: the
+  // status as it is.
+  std::function<nlohmann::json(const nlohmann::json&)> metrics_status;
+  // Whether its jobs make the ringmaster_job_workers_* gauges (a TFJob's
+  // status has no worker counts).
+  bool worker_gauges = true;
 };
 // ringmaster.io/v1alpha1 DistributedJob (PlanJob).
 JobKind DistributedJobKind();
@@ -90,6 +95,8 @@ class Controller {
   void OnPod(WatchEventType type, const nlohmann::json& pod, const nlohmann::json* old);
   void Resync();
   void UpdateJobGauge();
+  // The job's status as the metrics read it (JobKind::metrics_status).
+  nlohmann::json MetricsStatus(const nlohmann::json& job) const;
   std::string JobsPath(const std::string& ns) const;
 
   KubeClient& client_;

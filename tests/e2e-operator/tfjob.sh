@@ -120,6 +120,14 @@ grep -q "TFJobSucceeded" <<<"$(k -n "$NS" describe tfjob mnist)" || fail "no TFJ
 # cleanPodPolicy None (TFJob's default): the other pods are left as they are.
 expect_eq "pods left (cleanPodPolicy None)" "$(tfpods)" 4
 pass "the master exits 0 -> Succeeded (TFJobSucceeded), completionTime, event; pods kept (cleanPodPolicy None)"
+port=$(metrics_port op)
+wait_for 30 "/metrics to count the TFJob Succeeded" \
+  bash -c "curl -sf --max-time 5 http://127.0.0.1:$port/metrics | grep -qx 'ringmaster_jobs{condition=\"Succeeded\"} 1'"
+metrics=$(curl -sf --max-time 10 "http://127.0.0.1:$port/metrics") || fail "GET /metrics"
+for line in "ringmaster_jobs_created_total{namespace=\"$NS\"} 1" "ringmaster_jobs_succeeded_total{namespace=\"$NS\"} 1"; do
+  grep -qxF "$line" <<<"$metrics" || fail "/metrics has no '$line'"
+done
+pass "/metrics counts the TFJob: created, Succeeded"
 
 k -n "$NS" apply -f - >/dev/null <<'YAML' || fail "apply the refused TFJob"
 apiVersion: kubeflow.org/v1

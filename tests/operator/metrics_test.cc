@@ -62,6 +62,16 @@ TEST(Metrics, ConventionalNamesAndLabels) {
   EXPECT_NE(text.find("# TYPE workqueue_queue_duration_seconds histogram"), std::string::npos);
 }
 
+TEST(Metrics, JobsByConditionSumsTheKinds) {
+  OperatorMetrics m("1.2.3");
+  m.SetJobsByCondition({{"Running", 2}, {"Failed", 1}}, "DistributedJob");
+  m.SetJobsByCondition({{"Running", 3}, {"Failed", 0}}, "TFJob");
+  m.SetJobsByCondition({{"Running", 1}, {"Failed", 0}}, "TFJob");  // replaces the TFJobs' counts
+  const std::string text = RenderText(*m.registry());
+  EXPECT_TRUE(Has(text, "ringmaster_jobs{condition=\"Running\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "ringmaster_jobs{condition=\"Failed\"} 1")) << text;
+}
+
 TEST(JobTransitions, CountEachEntryOnce) {
   using nlohmann::json;
   const json none, running = {{"state", "Running"}}, done = {{"state", "Succeeded"}};

@@ -47,6 +47,17 @@ TEST(TfJobStatus, MapsReasonsBothWays) {
   EXPECT_EQ(TfJobReason(ConditionType::kFailed, "TFJobFailed"), "TFJobFailed") << "already Kubeflow's";
 }
 
+TEST(TfJobStatus, MetricsReadTheStateFromTheConditions) {
+  const json running = {{"conditions", json::array({{{"type", "Created"}, {"status", "True"}},
+                                                    {{"type", "Running"}, {"status", "True"}}})}};
+  EXPECT_EQ(TfJobMetricsStatus(running), (json{{"state", "Running"}}));
+  json done = running;
+  done["conditions"][1]["status"] = "False";
+  done["conditions"].push_back({{"type", "Succeeded"}, {"status", "True"}});
+  EXPECT_EQ(TfJobMetricsStatus(done)["state"], "Succeeded");
+  EXPECT_TRUE(TfJobMetricsStatus(json()).is_null()) << "no status yet";
+}
+
 TEST(TfJobStatus, ChangedIgnoresOnlyTheReconcileTime) {
   const json a = {{"startTime", "t"}, {"lastReconcileTime", "1"}};
   EXPECT_FALSE(TfJobStatusChanged(a, {{"startTime", "t"}, {"lastReconcileTime", "2"}}));
