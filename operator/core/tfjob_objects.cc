@@ -214,4 +214,15 @@ std::optional<json> BuildTfJobKeySecret(const TfJob& tfjob) {
   return secret;
 }
 
+json BuildTfJobNetworkPolicy(const TfJob& tfjob) {
+  json policy = BuildNetworkPolicy(tfjob.job);
+  const json selector = {{kTfJobNameLabel, tfjob.job.name}};
+  policy["metadata"]["labels"] = BaseLabels(tfjob);
+  policy["metadata"]["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
+  policy["spec"]["podSelector"] = {{"matchLabels", selector}};
+  policy["spec"]["ingress"] =
+      json::array({{{"from", json::array({{{"podSelector", {{"matchLabels", selector}}}}})}}});
+  return policy;
+}
+
 }  // namespace ringmaster::op

@@ -59,4 +59,9 @@ nlohmann::json BuildTfJobService(const TfJob& tfjob, const ReplicaKey& key);
 // names the user's), labelled with the job and controlled by the TFJob.
 std::optional<nlohmann::json> BuildTfJobKeySecret(const TfJob& tfjob);
 
+// --network-policy: the TFJob's NetworkPolicy "<job>-ringmaster", as a
+// DistributedJob's (pod_builder.h) but selecting training-operator's job
+// label: ingress to the TFJob's pods only from its own pods.
+nlohmann::json BuildTfJobNetworkPolicy(const TfJob& tfjob);
+
 }  // namespace ringmaster::op

@@ -191,6 +191,10 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
       prerequisites.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
                                "SuccessfulCreateKeySecret"});
     }
+    if (opts.network_policy) {
+      prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
+                               BuildTfJobNetworkPolicy(tfjob), "SuccessfulCreateNetworkPolicy"});
+    }
   }
   std::vector<JobEvent> build_events;
   for (const Action& a : d.actions) {

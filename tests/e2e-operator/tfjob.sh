@@ -62,7 +62,7 @@ expect_eq "pods of a TFJob without --tfjob" "$(k -n "$NS" get pods -o name | wc 
 kill_operator plain TERM
 pass "without --tfjob: no pods, no status"
 
-start_operator op --leader-elect=false --tfjob
+start_operator op --leader-elect=false --tfjob --network-policy
 tfpods() { k -n "$NS" get pods -l training.kubeflow.org/job-name=mnist -o name 2>/dev/null | wc -l; }
 wait_for 60 "the TFJob's 4 pods" bash -c "[ \$(kubectl -n $NS get pods -l training.kubeflow.org/job-name=mnist -o name | wc -l) = 4 ]"
 for r in master:0 worker:0 worker:1 ps:0; do
@@ -91,6 +91,10 @@ expect_eq "Services of the job" "$(k -n "$NS" get services -l training.kubeflow.
 expect_eq "pod restartPolicy of a worker (OnFailure)" "$(k -n "$NS" get pod mnist-worker-1 -o 'jsonpath={.spec.restartPolicy}')" OnFailure
 expect_eq "pod restartPolicy of the master (Never)" "$(k -n "$NS" get pod mnist-master-0 -o 'jsonpath={.spec.restartPolicy}')" Never
 pass "4 pods and 4 Services, named, labelled and owned as training-operator does; TF_CONFIG byte for byte"
+expect_eq "the NetworkPolicy (--network-policy)" \
+  "$(k -n "$NS" get networkpolicy mnist-ringmaster -o 'jsonpath={.spec.podSelector.matchLabels.training\.kubeflow\.org/job-name} {.spec.ingress[0].from[0].podSelector.matchLabels.training\.kubeflow\.org/job-name} {.metadata.ownerReferences[0].kind}')" \
+  "mnist mnist TFJob"
+pass "--network-policy: the TFJob's pods admit ingress from its own pods only"
 
 cond() {  # TYPE FIELD
   k -n "$NS" get tfjob mnist -o "jsonpath={.status.conditions[?(@.type==\"$1\")].$2}"

@@ -5,7 +5,7 @@
 //   tfjob            the input lines are the TFJob, JSON (namespace "ns",
 //                    uid "uid-1" and generation 1 are added when absent)
 //   set              one "path = JSON" per input line, as in plan_transcript
-//   plan t=N [nowrite] [pruned]
+//   plan t=N [nowrite] [pruned] [networkPolicy]
 //                    one reconcile at N seconds. Input lines: "services" (every
 //                    replica's Service exists), "service <replica>" (that
 //                    one's), "creating <replica>", "deleting <replica>", and
@@ -16,9 +16,9 @@
 //                    unless `nowrite`; `pruned`: the status as
 //                    training-operator's CRD stores it (the fields it does
 //                    not know dropped).
-//   pod <name>, svc <name>
-//                    the pod or the Service the last plan creates under that
-//                    name, as JSON
+//   pod <name>, svc <name>, netpol <name>
+//                    the pod, the Service or the NetworkPolicy the last plan
+//                    creates under that name, as JSON
 //   env <name>       that pod's tensorflow container's environment, a line
 //                    per variable
 //
@@ -205,9 +205,11 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       for (const auto& line : c.input) Set(c, job, line);
       return "ok";
     }
-    if (c.command == "pod" || c.command == "svc" || c.command == "env") {
+    if (c.command == "pod" || c.command == "svc" || c.command == "netpol" || c.command == "env") {
       const std::string name = c.args.empty() ? "" : c.args[0].first;
-      const auto kind = c.command == "svc" ? ApiActionKind::kCreateService : ApiActionKind::kCreatePod;
+      const auto kind = c.command == "svc"      ? ApiActionKind::kCreateService
+                        : c.command == "netpol" ? ApiActionKind::kCreateNetworkPolicy
+                                                : ApiActionKind::kCreatePod;
       const json* o = last ? Created(*last, kind, name) : nullptr;
       if (!o) return "the last plan creates no " + c.command + " " + name;
       if (c.command != "env") return o->dump(1);
@@ -243,7 +245,9 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
         pods.push_back(ParsePod(c, job, line));
       }
     }
-    last = PlanTfJob(job, pods, services, pending, now, BuildOptions{});
+    BuildOptions opts;
+    opts.network_policy = c.Has("networkPolicy");
+    last = PlanTfJob(job, pods, services, pending, now, opts);
     const std::string out = Render(*last, job.value("status", json()));
     if (!c.Has("nowrite")) {
       if (last->status) job["status"] = *last->status;
