@@ -121,6 +121,7 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
   }
   podspec["restartPolicy"] = KubeletRestartPolicy(job, spec->restart_policy);
   if (!sched.priority_class.empty()) podspec["priorityClassName"] = sched.priority_class;
+  AddGangReference(job, opts.gang_api, podspec);
 
   json* tf = TensorflowContainer(podspec);
   if (!tf) return InvalidArgumentError("replica " + key.Name() + " has no container named tensorflow");
@@ -212,6 +213,19 @@ std::optional<json> BuildTfJobKeySecret(const TfJob& tfjob) {
   (*secret)["metadata"]["labels"] = BaseLabels(tfjob);
   (*secret)["metadata"]["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
   return secret;
+}
+
+std::vector<json> BuildTfJobGangObjects(const TfJob& tfjob, GangApi api) {
+  std::vector<json> objects = BuildGangObjects(tfjob.job, api);
+  for (json& o : objects) {
+    o["metadata"]["labels"] = BaseLabels(tfjob);
+    o["metadata"]["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
+    if (o.contains("spec") && o["spec"].contains("controllerRef")) {
+      o["spec"]["controllerRef"] = {
+          {"apiGroup", kTfJobGroup}, {"kind", kTfJobKind}, {"name", tfjob.job.name}};
+    }
+  }
+  return objects;
 }
 
 json BuildTfJobNetworkPolicy(const TfJob& tfjob) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "names.h"
 #include "pod_builder.h"
@@ -58,6 +59,11 @@ nlohmann::json BuildTfJobService(const TfJob& tfjob, const ReplicaKey& key);
 // The generated job-key Secret (nullopt when the key-secret-name annotation
 // names the user's), labelled with the job and controlled by the TFJob.
 std::optional<nlohmann::json> BuildTfJobKeySecret(const TfJob& tfjob);
+
+// Kubernetes' gang scheduling (gang.h) for a TFJob that is not queued: the
+// Workload (and PodGroup) of BuildGangObjects, labelled with the TFJob and
+// owned by it; the pods point at it (BuildTfJobPod).
+std::vector<nlohmann::json> BuildTfJobGangObjects(const TfJob& tfjob, GangApi api);
 
 // --network-policy: the TFJob's NetworkPolicy "<job>-ringmaster", as a
 // DistributedJob's (pod_builder.h) but selecting training-operator's job

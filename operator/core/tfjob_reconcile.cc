@@ -195,6 +195,11 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
       prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
                                BuildTfJobNetworkPolicy(tfjob), "SuccessfulCreateNetworkPolicy"});
     }
+    // The gang the pods point at (the scheduler holds them until it exists).
+    for (json& object : BuildTfJobGangObjects(tfjob, opts.gang_api)) {
+      const std::string reason = "SuccessfulCreate" + object.value("kind", std::string());
+      prerequisites.push_back({ApiActionKind::kCreateGangObject, job.name, std::move(object), reason});
+    }
   }
   std::vector<JobEvent> build_events;
   for (const Action& a : d.actions) {

@@ -5,7 +5,7 @@
 //   tfjob            the input lines are the TFJob, JSON (namespace "ns",
 //                    uid "uid-1" and generation 1 are added when absent)
 //   set              one "path = JSON" per input line, as in plan_transcript
-//   plan t=N [nowrite] [pruned] [networkPolicy]
+//   plan t=N [nowrite] [pruned] [networkPolicy] [gang=v1alpha1|v1alpha2|v1beta1]
 //                    one reconcile at N seconds. Input lines: "services" (every
 //                    replica's Service exists), "service <replica>" (that
 //                    one's), "creating <replica>", "deleting <replica>", and
@@ -16,9 +16,10 @@
 //                    unless `nowrite`; `pruned`: the status as
 //                    training-operator's CRD stores it (the fields it does
 //                    not know dropped).
-//   pod <name>, svc <name>, netpol <name>
-//                    the pod, the Service or the NetworkPolicy the last plan
-//                    creates under that name, as JSON
+//   pod <name>, svc <name>, netpol <name>, gang <kind>
+//                    the pod, the Service, the NetworkPolicy or the gang
+//                    object (Workload, PodGroup) the last plan creates, as
+//                    JSON
 //   env <name>       that pod's tensorflow container's environment, a line
 //                    per variable
 //
@@ -205,6 +206,16 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       for (const auto& line : c.input) Set(c, job, line);
       return "ok";
     }
+    if (c.command == "gang") {
+      const std::string kind = c.args.empty() ? "" : c.args[0].first;
+      for (const Step& step : last ? last->steps : std::vector<Step>{}) {
+        for (const ApiAction& a : step.actions) {
+          if (a.kind == ApiActionKind::kCreateGangObject && a.object.value("kind", "") == kind)
+            return a.object.dump(1);
+        }
+      }
+      return "the last plan creates no " + kind;
+    }
     if (c.command == "pod" || c.command == "svc" || c.command == "netpol" || c.command == "env") {
       const std::string name = c.args.empty() ? "" : c.args[0].first;
       const auto kind = c.command == "svc"      ? ApiActionKind::kCreateService
@@ -247,6 +258,10 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
     }
     BuildOptions opts;
     opts.network_policy = c.Has("networkPolicy");
+    const std::string gang = c.Arg("gang");
+    opts.gang_api = gang.empty() ? GangApi::kNone
+                                 : GangApiFromDiscovery({{"name", "scheduling.k8s.io"},
+                                                         {"versions", json::array({{{"version", gang}}})}});
     last = PlanTfJob(job, pods, services, pending, now, opts);
     const std::string out = Render(*last, job.value("status", json()));
     if (!c.Has("nowrite")) {
