@@ -1,10 +1,12 @@
 // The planner of a Kubeflow TFJob (kubeflow.org/v1): the TFJob goes through
 // the loader (tfjob.h) into the DistributedJob model and through the same
-// state machine (api/job_state) as a DistributedJob; what differs is only
-// what it creates (tfjob_objects.h: training-operator's names, labels,
-// Services and TF_CONFIG) and the status's form (tfjob_status.h). A TFJob
+// state machine (api/job_state) as a DistributedJob; what differs is what
+// it creates (tfjob_objects.h: training-operator's names, labels, Services
+// and TF_CONFIG), the status's form and the state annotation beside it
+// (tfjob_status.h), and enableDynamicWorker's rule (a Worker that fails for
+// good does not fail the job). A TFJob
 // the loader refuses fails with reason TFJobFailedValidation, naming every
-// refused field, and is not looked at again until its spec changes.
+// refused field, and stays so (as a finished job does).
 #pragma once
 
 #include <nlohmann/json.hpp>
