@@ -1,38 +1,63 @@
 """Ringmaster against MultiWorkerMirroredStrategy and Horovod 0.28.1 on a Keras
 model's gradients and training step: N = 3 processes on 127.0.0.1, side by
-side, one run.
+side, in rounds, one run.
 
-    bench_keras.py [--out DIR] [--iters 20] [--warmup 3] [--model full|small]
+    bench_keras.py [--out DIR] [--rounds 7] [--iters 6] [--warmup 2]
+                   [--model full|small] [--groups G,G,...] [--cases C,C,...]
                    [--horovod-python PY | --horovod-unavailable REASON]
     bench_keras.py --rank GROUP ...        (one rank; started by the launcher)
 
-Launcher mode (the default) starts, one group after another, 3 ranks of this
-script with their TF_CONFIG (worker 0..2, TensorFlow's ports) and
-RINGMASTER_PORT (one agent port per rank, distinct from TF_CONFIG's), waits
-for them with a deadline (all of a group's processes are killed when it
-passes, and on any exit of the launcher), then prints a table and writes
-DIR/results.csv (every rank's every iteration), DIR/summary.csv and
-DIR/tables.md.
+Rounds. K times (--rounds), the launcher runs each group in turn: it
+starts the group's ranks, waits until each has formed its group and says it
+is ready, then tells them to run their cases (--warmup + --iters iterations
+each), takes their results and ends them before the next group starts. A
+round is every group once, back to back, in the order given (reversed in
+odd rounds, so that a drift within a round falls on each side of a ratio in
+turn). Within a group, the cases start one later each round
+(rotated), so that no case is always the first or the last of its
+process's life. Every ratio is computed per round, between groups that ran
+in that round, and reported as its median over the rounds with the min-max spread
+and every round's value (rounds.py). Start-up is outside the timed part;
+the rounds table says what it cost. --keep G,G keeps those groups' ranks
+through all rounds instead (a waiting rank polls a file every 50 ms, no
+CPU), for a machine with the memory: here a rank holds 2-3.7 GB after a
+few rounds, and six groups of them do not fit in 24 GiB. Horovod's ranks
+are never kept: their background thread coordinates over Gloo every 1 ms
+even with nothing to reduce (7-13 % of a vCPU per waiting rank here).
 
-The horovod group runs Horovod 0.28.1 alone, in its own venv
+Each group has its own deadline per round (--group-timeout); a group that
+fails or passes it is killed and left out of the later rounds, the others
+go on. Every process is killed when the launcher exits. Output in DIR:
+tables.md, ratios.csv (every ratio per round) and ratios.png, summary.csv
+(each ratio's median and spread), results.csv (every rank's every
+iteration, by round), each rank's log.
+
+The horovod group runs Horovod 0.28.1 in its own venv
 (bench/tensorflow/horovod-venv: TensorFlow 2.13.1 and Keras 2.13, the newest
 Horovod 0.28.1 builds against; the other groups run in scripts/tf-venv's
-TensorFlow 2.20), under `horovodrun -np 3 --gloo -H localhost:3` with that
-venv's python (--horovod-python); the same deadline, and horovodrun's
-process group killed when it passes (horovodrun's per-rank middlemen then
-end the ranks). Without --horovod-python the table says why it was not
-measured (--horovod-unavailable).
+TensorFlow) under `horovodrun -np 3 --gloo -H localhost:3` with that venv's
+python (--horovod-python). Without --horovod-python the table says why it
+was not measured (--horovod-unavailable).
 
 The model (tf_keras, or Keras 3 for the Keras 3 fit): Dense 1024 -> 4096 ->
 4096 -> 1024 -> 10, 8 gradients, 25,185,290 float32 (100.7 MB); a local
-batch of 32 (global 96), plain SGD. Cases, each timed per iteration on every
-rank (rank 0's in the table), `--warmup` iterations dropped:
+batch of 32 (global 96), plain SGD. Cases, timed per iteration on every
+rank (rank 0's in the tables), the warm-up iterations of each round dropped:
 
-  allreduce  the 8 gradient-shaped tensors summed across the ranks, inside a
-             tf.function: rm.all_reduce("sum", grads) against
-             strategy.run(fn) with get_replica_context().all_reduce(SUM,
-             grads, CommunicationOptions(RING)); also Ringmaster eagerly.
-             Checked after timing: every rank's (rank + 1) sums to 6.
+  allreduce*  the 8 gradient-shaped tensors summed across the ranks:
+             rm.all_reduce("sum", grads), grouped_allreduce(grads, op=Sum),
+             [allreduce(g, op=Sum) for g in grads], each in a tf.function
+             and eagerly (-eager); strategy.run(fn) with
+             get_replica_context().all_reduce(SUM, grads,
+             CommunicationOptions(RING)) under TensorFlow's strategy and
+             ours; and the engine alone on NumPy arrays of the same shapes
+             (allreduce-engine: ringmaster.default_communicator(), in place,
+             one call), what our Python paths are measured against. Every
+             one is checked after timing: each rank's (rank + 1) sums to 6.
+  tape       DistributedGradientTape(op=Sum) over a loss linear in 8
+             variables of the gradients' shapes (its gradients are 8
+             tensors of those shapes), and the same tape without it
+             (tape/none): the tape's cost over the engine's.
   step       custom loop (tf.function): forward, backward, all-reduce, SGD
              apply. rm.DistributedGradientTape against strategy.run(step)
              (the replica all-reduces the gradients itself, with RING, and
@@ -44,22 +69,19 @@ rank (rank 0's in the table), `--warmup` iterations dropped:
              ringmaster.tensorflow.MultiWorkerMirroredStrategy (the
              constructor the only change).
   compute    the same step / fit without any all-reduce: 3 ranks at once
-             (what 3 ranks on this machine cost without communication) and
-             one process alone (size 1).
+             and one process alone (size 1).
 
 Against Horovod, the same code on both sides (ringmaster.tensorflow is
-Horovod-named): grouped_allreduce(grads, op=Sum) and per-tensor
-allreduce(g, op=Sum) inside a tf.function (Horovod's DistributedGradientTape
-reduces per tensor and fuses in its background thread), the custom-loop step
+Horovod-named): the grouped and per-tensor all-reduces, the custom-loop step
 with DistributedGradientTape (default op Average), model.fit with Keras 2
-(tf_keras 2.20 here, Keras 2.13 in Horovod's venv) and DistributedOptimizer +
-BroadcastGlobalVariablesCallback; the step's and fit's compute floor on
-Horovod's TensorFlow too (3 ranks, no all-reduce).
+and DistributedOptimizer + BroadcastGlobalVariablesCallback, and the step's
+and fit's compute floor on Horovod's TensorFlow.
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import gc
 import json
 import os
 import signal
@@ -71,7 +93,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1] / "common"))
+sys.path.insert(0, str(HERE.parent))
 from ports import free_ports  # noqa: E402
+import rounds as rd  # noqa: E402
 
 N = 3
 LOCAL_BATCH = 32
@@ -81,16 +105,19 @@ MODELS = {
     "small": (256, [512, 512, 256, 10]),      # 526,090 parameters (smoke test)
 }
 
+RM_ALLREDUCES = ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
+                 "allreduce-copy/none", "allreduce-fresh/ringmaster",
+                 "allreduce-grouped/ringmaster", "allreduce-grouped-eager/ringmaster",
+                 "allreduce-pertensor/ringmaster", "allreduce-pertensor-eager/ringmaster",
+                 "tape/ringmaster", "tape/none", "tape-eager/ringmaster", "tape-eager/none"]
 # group name -> (ranks, env additions, cases in order)
 GROUPS = {
     "rm-tf_keras": (N, {"TF_USE_LEGACY_KERAS": "1"},
-                    ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
-                     "allreduce-grouped/ringmaster",
-                     "allreduce-pertensor/ringmaster", "step/ringmaster", "step/none",
-                     "fit-tf_keras/ringmaster", "fit-tf_keras/none"]),
+                    RM_ALLREDUCES + ["step/ringmaster", "step/none", "fit-tf_keras/ringmaster", "fit-tf_keras/none"]),
     "mwms": (N, {"TF_USE_LEGACY_KERAS": "1"}, ["allreduce/mwms", "step/mwms", "fit-tf_keras/mwms"]),
     # The same code as "mwms" under ringmaster.tensorflow.MultiWorkerMirroredStrategy
-    "rm-mwms": (N, {"TF_USE_LEGACY_KERAS": "1"}, ["allreduce/rm-mwms", "step/rm-mwms", "fit-tf_keras/rm-mwms"]),
+    "rm-mwms": (N, {"TF_USE_LEGACY_KERAS": "1"},
+                ["allreduce/rm-mwms", "allreduce-eager/rm-mwms", "step/rm-mwms", "fit-tf_keras/rm-mwms"]),
     "rm-keras3": (N, {}, ["fit-keras3/ringmaster", "fit-keras3/none"]),
     "single": (1, {"TF_USE_LEGACY_KERAS": "1"}, ["step/none", "fit-tf_keras/none"]),
     # Horovod's venv (Keras 2.13 is tf.keras there: no TF_USE_LEGACY_KERAS)
@@ -98,17 +125,87 @@ GROUPS = {
                         "fit-keras2/horovod", "fit-keras2/none"]),
 }
 HOROVOD_GROUP = "horovod"
+RM = "rm-tf_keras"
+# Groups whose ranks can never be kept between their turns (--keep):
+# Horovod's background thread coordinates over Gloo every cycle (1 ms) even
+# with nothing to reduce, 7-13 % of a vCPU per rank measured here while it
+# waited, which the other groups' turns would pay for.
+NEVER_KEPT = {HOROVOD_GROUP}
+
+
+def ratios(horovod: bool) -> list[rd.Ratio]:
+    """The report's figures. Each is a per-round ratio of groups that ran in
+    the same round; > 1 in the peer sections means Ringmaster is faster."""
+    R = rd.Ratio
+    out = [
+        R("MWMS (RING) / Ringmaster", "all-reduce, rm.all_reduce (tf.function)",
+          (("mwms", "allreduce/mwms"),), ((RM, "allreduce/ringmaster"),), (">=", 5.0), "all-reduce"),
+        R("MWMS (RING) / Ringmaster", "training step, custom loop (tf.function)",
+          (("mwms", "step/mwms"),), ((RM, "step/ringmaster"),), (">=", 2.0), "step"),
+        R("MWMS (RING) / Ringmaster", "model.fit step, tf_keras both",
+          (("mwms", "fit-tf_keras/mwms"),), ((RM, "fit-tf_keras/ringmaster"),), (">=", 2.0), "fit tf_keras"),
+        R("MWMS (RING) / Ringmaster", "model.fit step, Keras 3 (ours) vs tf_keras (MWMS)",
+          (("mwms", "fit-tf_keras/mwms"),), (("rm-keras3", "fit-keras3/ringmaster"),), (">=", 2.0), "fit Keras 3"),
+        R("TensorFlow's MWMS / ours, the constructor changed", "all-reduce (tf.function)",
+          (("mwms", "allreduce/mwms"),), (("rm-mwms", "allreduce/rm-mwms"),), (">=", 2.0), "all-reduce"),
+        R("TensorFlow's MWMS / ours, the constructor changed", "training step, custom loop",
+          (("mwms", "step/mwms"),), (("rm-mwms", "step/rm-mwms"),), (">=", 2.0), "step"),
+        R("TensorFlow's MWMS / ours, the constructor changed", "model.fit step, tf_keras",
+          (("mwms", "fit-tf_keras/mwms"),), (("rm-mwms", "fit-tf_keras/rm-mwms"),), (">=", 2.0), "fit"),
+        R("Our strategy / the same step on Ringmaster's API (a cost)", "all-reduce (tf.function)",
+          (("rm-mwms", "allreduce/rm-mwms"),), ((RM, "allreduce/ringmaster"),), ("<=", 1.1), "all-reduce"),
+        R("Our strategy / the same step on Ringmaster's API (a cost)", "training step, custom loop",
+          (("rm-mwms", "step/rm-mwms"),), ((RM, "step/ringmaster"),), ("<=", 1.1), "step"),
+        R("Our strategy / the same step on Ringmaster's API (a cost)", "model.fit step, tf_keras",
+          (("rm-mwms", "fit-tf_keras/rm-mwms"),), ((RM, "fit-tf_keras/ringmaster"),), ("<=", 1.1), "fit"),
+    ]
+    engine = ((RM, "allreduce-engine/ringmaster"),)
+    for name, key, short in [
+            ("rm.all_reduce, tf.function", (RM, "allreduce/ringmaster"), "all_reduce tf.f"),
+            ("rm.all_reduce, eager", (RM, "allreduce-eager/ringmaster"), "all_reduce eager"),
+            ("grouped_allreduce, tf.function", (RM, "allreduce-grouped/ringmaster"), "grouped tf.f"),
+            ("grouped_allreduce, eager", (RM, "allreduce-grouped-eager/ringmaster"), "grouped eager"),
+            ("per-tensor allreduce, tf.function", (RM, "allreduce-pertensor/ringmaster"), "per-tensor tf.f"),
+            ("per-tensor allreduce, eager", (RM, "allreduce-pertensor-eager/ringmaster"), "per-tensor eager"),
+            ("our strategy's all_reduce (CrossDeviceOps), tf.function", ("rm-mwms", "allreduce/rm-mwms"),
+             "strategy tf.f"),
+            ("our strategy's all_reduce (CrossDeviceOps), eager", ("rm-mwms", "allreduce-eager/rm-mwms"),
+             "strategy eager")]:
+        out.append(R("Our Python paths / the engine alone on the same buffers (a cost)", name, (key,), engine,
+                     ("<=", 1.1), short))
+    out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
+                 "rm.all_reduce on tensors made in the graph (in place), tf.function / (the engine + the copy "
+                 "that made them)", ((RM, "allreduce-fresh/ringmaster"),), engine + ((RM, "allreduce-copy/none"),),
+                 ("<=", 1.1), "fresh tf.f"))
+    out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
+                 "a fresh copy of the 8 tensors alone (tf.raw_ops.Snapshot, tf.function) / the engine",
+                 ((RM, "allreduce-copy/none"),), engine, None, "copy alone"))
+    for name, mode, short in [("DistributedGradientTape, tf.function", "tape", "tape tf.f"),
+                              ("DistributedGradientTape, eager", "tape-eager", "tape eager")]:
+        out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
+                     f"{name} / (the engine + the same tape without it)", ((RM, f"{mode}/ringmaster"),),
+                     engine + ((RM, f"{mode}/none"),), ("<=", 1.1), short))
+    if horovod:
+        H = HOROVOD_GROUP
+        out += [
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "all-reduce, grouped_allreduce(grads, op=Sum) (tf.function)",
+              ((H, "allreduce-grouped/horovod"),), ((RM, "allreduce-grouped/ringmaster"),), (">=", 1.1), "grouped"),
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "all-reduce, per-tensor allreduce(g, op=Sum) (tf.function)",
+              ((H, "allreduce-pertensor/horovod"),), ((RM, "allreduce-pertensor/ringmaster"),), (">=", 1.1),
+              "per-tensor"),
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "training step, custom loop, DistributedGradientTape",
+              ((H, "step/horovod"),), ((RM, "step/ringmaster"),), (">=", 1.0), "step"),
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "model.fit step, Keras 2, DistributedOptimizer",
+              ((H, "fit-keras2/horovod"),), ((RM, "fit-tf_keras/ringmaster"),), (">=", 1.0), "fit"),
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "compute floor, custom loop step, no all-reduce (TF builds)",
+              ((H, "step/none"),), ((RM, "step/none"),), None, "floor step"),
+            R("Horovod 0.28.1 (Gloo) / Ringmaster", "compute floor, model.fit step, no all-reduce (TF builds)",
+              ((H, "fit-keras2/none"),), ((RM, "fit-tf_keras/none"),), None, "floor fit"),
+        ]
+    return out
 
 
 # ===================================================================== rank
-
-
-def percentile(sorted_xs, q):
-    if not sorted_xs:
-        return float("nan")
-    k = (len(sorted_xs) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(sorted_xs) - 1)
-    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (k - lo)
 
 
 class Rank:
@@ -119,18 +216,51 @@ class Rank:
         else:
             self.rank = int(json.loads(os.environ.get("TF_CONFIG", '{"task":{"index":0}}'))["task"]["index"])
         self.size = GROUPS[group][0]
+        self.round = args.first_round
         self.results = []
+        self.out = Path(args.out)
 
-    def record(self, case, times):
+    def record(self, case, times, correct=None):
         import tensorflow as tf
-        self.results.append({"case": case, "rank": self.rank, "size": self.size, "times_s": times,
-                             "tf_version": tf.__version__})
-        print(f"[{self.group} rank {self.rank}] {case}: median {statistics.median(times[self.args.warmup:]) * 1e3:.1f} ms",
-              file=sys.stderr, flush=True)
+        self.results.append({"case": case, "rank": self.rank, "size": self.size, "round": self.round,
+                             "times_s": times, "tf_version": tf.__version__, "correct": correct})
+        print(f"[{self.group} rank {self.rank} round {self.round}] {case}: median "
+              f"{statistics.median(times[self.args.warmup:]) * 1e3:.1f} ms", file=sys.stderr, flush=True)
 
-    def dump(self):
-        path = Path(self.args.out) / f"rank-{self.group}-{self.rank}.json"
-        path.write_text(json.dumps(self.results))
+    def signal_file(self, name, text=""):
+        """Writes DIR/name at once (a rename), for the launcher to see."""
+        tmp = self.out / f".{name}.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, self.out / name)
+
+    def wait_for_round(self):
+        """True when the launcher says go for this round, False when it says
+        stop (or is gone)."""
+        go = self.out / f"go-{self.group}-{self.round}"
+        stops = (self.out / "stop", self.out / f"stop-{self.group}")
+        while True:
+            if go.exists():
+                return True
+            if any(f.exists() for f in stops):
+                return False
+            try:
+                os.kill(self.args.launcher_pid, 0)
+            except OSError:
+                return False
+            time.sleep(0.05)
+
+    def serve(self, run_case, cases, barrier):
+        """Ready, then one pass over the cases per round until told to stop."""
+        self.signal_file(f"ready-{self.group}-{self.rank}")
+        while self.wait_for_round():
+            self.results = []
+            for case in rd.rotated(cases, self.round):
+                run_case(case)
+                gc.collect()
+            if barrier:
+                barrier()
+            self.signal_file(f"rank-{self.group}-{self.rank}-r{self.round}.json", json.dumps(self.results))
+            self.round += 1
 
 
 def timed(fn, total, barrier=None):
@@ -163,6 +293,17 @@ def build_model(keras, model_name, seed=1):
     return keras.Sequential(layers)
 
 
+def grad_shapes(model_name):
+    """The trainable variables' shapes of build_model, in its order (each
+    Dense layer's kernel, then its bias), without building it."""
+    width, units = MODELS[model_name]
+    shapes, prev = [], width
+    for u in units:
+        shapes += [(prev, u), (u,)]
+        prev = u
+    return shapes
+
+
 def data(tf, model_name, rank, batch):
     width, units = MODELS[model_name]
     g = tf.random.Generator.from_seed(100 + rank)
@@ -192,32 +333,66 @@ class FitTimer:
         return [b - a for a, b in zip(self.stamps, self.stamps[1:])]
 
 
-def hvd_api_allreduce(r: Rank, case, hvd, tf, keras, barrier):
-    """allreduce-grouped / allreduce-pertensor with a Horovod-named module
-    (horovod.tensorflow or ringmaster.tensorflow): the same code on both."""
-    kind = case.split("/")[0]
+def all_equal(tensors_or_arrays, value):
+    import numpy as np
+    return all(bool((np.asarray(t) == value).all()) for t in tensors_or_arrays)
+
+
+def reduce_case(r: Rank, case, tf, reduce, eager, barrier, want=lambda rank: float(N * (N + 1) // 2)):
+    """Times reduce(grads) on the 8 gradient-shaped tensors (in a
+    tf.function unless eager), then checks it on each rank's rank + 1: each
+    element must be want(rank) (the sum over the ranks by default)."""
     total = r.args.warmup + r.args.iters
-    model = build_model(keras, r.args.model)
-    shapes = [v.shape for v in model.trainable_variables]
+    shapes = grad_shapes(r.args.model)
+    fn = reduce if eager else tf.function(reduce)
     grads = [tf.random.normal(s, seed=r.rank) for s in shapes]
 
-    if kind == "allreduce-grouped":
-        @tf.function
+    def call():
+        out = fn(grads)
+        out[-1].numpy()
+
+    times = timed(call, total, barrier)
+    got = fn([tf.fill(s, float(r.rank + 1)) for s in shapes])
+    r.record(case, times, all_equal(got, want(r.rank)))
+
+
+def hvd_api_allreduce(r: Rank, case, hvd, tf, barrier):
+    """allreduce-grouped[-eager] / allreduce-pertensor[-eager] with a
+    Horovod-named module (horovod.tensorflow or ringmaster.tensorflow): the
+    same code on both."""
+    kind = case.split("/")[0]
+    if kind.startswith("allreduce-grouped"):
         def reduce(ts):
             return hvd.grouped_allreduce(ts, op=hvd.Sum)
     else:
-        @tf.function
         def reduce(ts):
             return [hvd.allreduce(t, op=hvd.Sum) for t in ts]
+    reduce_case(r, case, tf, reduce, kind.endswith("-eager"), barrier)
 
-    def call():
-        out = reduce(grads)
-        out[-1].numpy()
 
-    r.record(case, timed(call, total, barrier))
-    fills = [tf.fill(s, float(r.rank + 1)) for s in shapes]
-    got = reduce(fills)
-    r.results[-1]["correct"] = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
+def tape_case(r: Rank, case, tf, api, barrier):
+    """tape[-eager]: the gradients of sum(v * c) over 8 variables of the
+    gradients' shapes are the 8 tensors c; with `api`, through its
+    DistributedGradientTape(op=Sum). Checked with c = rank + 1."""
+    kind = case.split("/")[0]
+    total = r.args.warmup + r.args.iters
+    shapes = grad_shapes(r.args.model)
+    vs = [tf.Variable(tf.zeros(s)) for s in shapes]
+    cs = [tf.Variable(tf.random.normal(s, seed=r.rank)) for s in shapes]
+
+    def grads():
+        with tf.GradientTape() as tape:
+            loss = tf.add_n([tf.reduce_sum(v * c) for v, c in zip(vs, cs)])
+        if api is not None:
+            tape = api.DistributedGradientTape(tape, op=api.Sum)
+        return tape.gradient(loss, vs)
+
+    fn = grads if kind.endswith("-eager") else tf.function(grads)
+    times = timed(lambda: fn()[-1].numpy(), total, barrier)
+    for c, s in zip(cs, shapes):
+        c.assign(tf.fill(s, float(r.rank + 1)))
+    want = float(N * (N + 1) // 2) if api is not None else float(r.rank + 1)
+    r.record(case, times, all_equal(fn(), want))
 
 
 def step_case(r: Rank, case, tf, keras, api, loss_fn, x, y, total, barrier=None):
@@ -262,7 +437,9 @@ def fit_case(r: Rank, case, tf, keras, api_keras, loss_fn, x, y, total, barrier=
     r.record(case, timer.times())
 
 
-def run_ringmaster(r: Rank, cases):
+
+def ringmaster_runner(r: Rank):
+    """rm.init(), then (run_case, barrier) for the rm-* groups."""
     import ringmaster.tensorflow as rm  # before TensorFlow (ringmaster's docs)
     import tensorflow as tf
 
@@ -278,47 +455,37 @@ def run_ringmaster(r: Rank, cases):
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
 
-    for case in cases:
+    def run_case(case):
         kind, peer = case.split("/")
-        if kind in ("allreduce-grouped", "allreduce-pertensor"):
-            hvd_api_allreduce(r, case, rm, tf, keras, barrier)
+        if kind.startswith(("allreduce-grouped", "allreduce-pertensor")):
+            hvd_api_allreduce(r, case, rm, tf, barrier)
         elif kind in ("allreduce", "allreduce-eager"):
-            model = build_model(keras, r.args.model)
-            shapes = [v.shape for v in model.trainable_variables]
-            grads = [tf.random.normal(s, seed=r.rank) for s in shapes]
-
-            if kind == "allreduce":
-                @tf.function
-                def reduce(ts):
-                    return rm.all_reduce("sum", ts)
-            else:
-                def reduce(ts):
-                    return rm.all_reduce("sum", ts)
-
-            def call():
-                out = reduce(grads)
-                out[-1].numpy()
-
-            r.record(case, timed(call, total, barrier))
-            fills = [tf.fill(s, float(r.rank + 1)) for s in shapes]
-            got = reduce(fills)
-            ok = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
-            r.results[-1]["correct"] = ok
-            del model, grads, fills, got
+            reduce_case(r, case, tf, lambda ts: rm.all_reduce("sum", ts), kind == "allreduce-eager", barrier)
+        elif kind == "allreduce-copy":
+            # What TensorFlow's semantics cost when the op cannot write into
+            # its inputs (held elsewhere, as the captured gradients here): a
+            # fresh output buffer and a copy. Snapshot copies exactly then.
+            reduce_case(r, case, tf, lambda ts: [tf.raw_ops.Snapshot(input=t) for t in ts], False, None,
+                        want=lambda rank: float(rank + 1))
+        elif kind == "allreduce-fresh":
+            # The op on tensors made in the graph (no other reference, as a
+            # training step's gradients): it reduces them in place.
+            reduce_case(r, case, tf, lambda ts: rm.all_reduce("sum", [tf.raw_ops.Snapshot(input=t) for t in ts]),
+                        False, barrier)
         elif kind == "allreduce-engine":
             # The engine alone on the same 8 buffers (NumPy, in place, one
-            # call): what the op's all-reduce is measured against.
+            # call): what the Python paths are measured against.
             import numpy as np
             import ringmaster
             comm = ringmaster.default_communicator()
-            model = build_model(keras, r.args.model)
-            shapes = [tuple(v.shape) for v in model.trainable_variables]
+            shapes = grad_shapes(r.args.model)
             arrays = [np.random.default_rng(r.rank).standard_normal(s).astype(np.float32) for s in shapes]
-            r.record(case, timed(lambda: comm.all_reduce(arrays, "sum"), total, barrier))
+            times = timed(lambda: comm.all_reduce(arrays, "sum"), total, barrier)
             fills = [np.full(s, float(r.rank + 1), np.float32) for s in shapes]
             comm.all_reduce(fills, "sum")
-            r.results[-1]["correct"] = all(bool((f == float(N * (N + 1) // 2)).all()) for f in fills)
-            del model, arrays, fills
+            r.record(case, times, all_equal(fills, float(N * (N + 1) // 2)))
+        elif kind.startswith("tape"):
+            tape_case(r, case, tf, rm if peer == "ringmaster" else None, barrier)
         elif kind == "step":
             step_case(r, case, tf, keras, rm if peer == "ringmaster" else None, loss_fn, x, y, total, barrier)
         elif kind.startswith("fit"):
@@ -329,10 +496,11 @@ def run_ringmaster(r: Rank, cases):
                      **compile_kw)
         else:
             raise ValueError(case)
-    barrier()
+
+    return run_case, barrier
 
 
-def run_mwms(r: Rank, cases, ours: bool = False):
+def mwms_runner(r: Rank, ours: bool = False):
     """TensorFlow's strategy, or ours (ours=True): the constructor is the
     only difference."""
     import tensorflow as tf
@@ -362,32 +530,16 @@ def run_mwms(r: Rank, cases, ours: bool = False):
     x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
     global_batch = LOCAL_BATCH * r.size
 
-    for case in cases:
+    def reduce(ts):
+        def fn(*vs):
+            # identity: puts the inputs on the replica's device
+            return tf.distribute.get_replica_context().all_reduce(SUM, [tf.identity(v) for v in vs], options=opts)
+        return strategy.run(fn, args=tuple(ts))
+
+    def run_case(case):
         kind, _ = case.split("/")
-        if kind == "allreduce":
-            with strategy.scope():
-                model = build_model(keras, r.args.model)
-            shapes = [v.shape for v in model.trainable_variables]
-            grads = [tf.random.normal(s, seed=r.rank) for s in shapes]
-
-            @tf.function
-            def reduce(ts):
-                def fn(*vs):
-                    # identity: puts the inputs on the replica's device
-                    return tf.distribute.get_replica_context().all_reduce(
-                        SUM, [tf.identity(v) for v in vs], options=opts)
-                return strategy.run(fn, args=tuple(ts))
-
-            def call():
-                out = reduce(grads)
-                out[-1].numpy()
-
-            r.record(case, timed(call, total, barrier))
-            fills = [tf.fill(s, float(r.rank + 1)) for s in shapes]
-            got = reduce(fills)
-            ok = all(bool(tf.reduce_all(g == float(N * (N + 1) // 2))) for g in got)
-            r.results[-1]["correct"] = ok
-            del model, grads, fills, got
+        if kind in ("allreduce", "allreduce-eager"):
+            reduce_case(r, case, tf, reduce, kind == "allreduce-eager", barrier)
         elif kind == "step":
             with strategy.scope():
                 model = build_model(keras, r.args.model)
@@ -409,7 +561,6 @@ def run_mwms(r: Rank, cases, ours: bool = False):
                 return strategy.reduce(SUM, per_replica, axis=None)
 
             r.record(case, timed(lambda: step(x, y).numpy(), total, barrier))
-            del model, opt, step
         elif kind == "fit-tf_keras":
             with strategy.scope():
                 model = build_model(keras, r.args.model)
@@ -430,13 +581,13 @@ def run_mwms(r: Rank, cases, ours: bool = False):
             barrier()
             model.fit(ds, epochs=1, steps_per_epoch=total, verbose=0, callbacks=[timer.callback])
             r.record(case, timer.times())
-            del model
         else:
             raise ValueError(case)
-    barrier()
+
+    return run_case, barrier
 
 
-def run_horovod(r: Rank, cases):
+def horovod_runner(r: Rank):
     import horovod.tensorflow as hvd
     import tensorflow as tf
 
@@ -453,10 +604,10 @@ def run_horovod(r: Rank, cases):
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
 
-    for case in cases:
+    def run_case(case):
         kind, peer = case.split("/")
-        if kind in ("allreduce-grouped", "allreduce-pertensor"):
-            hvd_api_allreduce(r, case, hvd, tf, keras, barrier)
+        if kind.startswith(("allreduce-grouped", "allreduce-pertensor")):
+            hvd_api_allreduce(r, case, hvd, tf, barrier)
         elif kind == "step":
             step_case(r, case, tf, keras, hvd if peer == "horovod" else None, loss_fn, x, y, total, barrier)
         elif kind == "fit-keras2":
@@ -464,40 +615,43 @@ def run_horovod(r: Rank, cases):
             fit_case(r, case, tf, keras, hvdk if peer == "horovod" else None, loss_fn, x, y, total, barrier)
         else:
             raise ValueError(case)
-    barrier()
+
+    return run_case, barrier
 
 
-def run_single(r: Rank, cases):
+def single_runner(r: Rank):
     import tensorflow as tf
     keras = keras_module()
     total = r.args.warmup + r.args.iters
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     x, y = data(tf, r.args.model, r.rank, LOCAL_BATCH)
-    for case in cases:
-        kind, _ = case.split("/")
-        if kind == "step":
+
+    def run_case(case):
+        if case.split("/")[0] == "step":
             step_case(r, case, tf, keras, None, loss_fn, x, y, total)
         else:
             fit_case(r, case, tf, keras, None, loss_fn, x, y, total)
 
+    return run_case, None
+
 
 def rank_main(args):
     # A bound of its own, should the launcher be killed without reaping it.
-    signal.alarm(args.group_timeout + 60)
+    signal.alarm(args.total_timeout + 60)
     r = Rank(args.rank, args)
     cases = GROUPS[args.rank][2]
     if args.cases:
         cases = [c for c in cases if c in args.cases.split(",")]
     if args.rank in ("mwms", "rm-mwms"):
-        run_mwms(r, cases, ours=args.rank == "rm-mwms")
+        run_case, barrier = mwms_runner(r, ours=args.rank == "rm-mwms")
     elif args.rank == HOROVOD_GROUP:
-        run_horovod(r, cases)
+        run_case, barrier = horovod_runner(r)
     elif args.rank == "single":
-        run_single(r, cases)
+        run_case, barrier = single_runner(r)
     else:
-        run_ringmaster(r, cases)
-    r.dump()
-    print(json.dumps({"group": args.rank, "rank": r.rank, "done": True}), flush=True)
+        run_case, barrier = ringmaster_runner(r)
+    r.serve(run_case, cases, barrier)
+    print(json.dumps({"group": args.rank, "rank": r.rank, "rounds": r.round, "done": True}), flush=True)
     # TensorFlow's collective runtime can hang at interpreter exit; the
     # results are written, so leave at once.
     sys.stdout.flush()
@@ -508,126 +662,163 @@ def rank_main(args):
 # ================================================================= launcher
 
 
-_children: list = []
+class Groups:
+    """The groups' processes, kept from start to end; every one killed on
+    the way out."""
 
+    def __init__(self, args, out: Path, log):
+        self.args, self.out, self.log = args, out, log
+        self.procs: dict[str, list] = {}
+        self.logs: list = []
+        self.failed: dict[str, str] = {}
 
-def kill_children():
-    for p in _children:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        try:
-            p.wait(timeout=5)
-        except Exception:
-            pass
-    _children.clear()
+    def ranks(self, group):
+        return GROUPS[group][0]
 
+    def rank_cmd(self, group, first_round):
+        cmd = [sys.executable, str(HERE), "--rank", group, "--out", str(self.out), "--iters", str(self.args.iters),
+               "--warmup", str(self.args.warmup), "--model", self.args.model,
+               "--total-timeout", str(self.args.total_timeout), "--launcher-pid", str(os.getpid()),
+               "--first-round", str(first_round)]
+        if self.args.cases:
+            cmd += ["--cases", self.args.cases]
+        return cmd
 
-def start_horovod(group, args, out: Path, cmd):
-    """horovodrun -np 3 --gloo -H localhost:3 with Horovod's venv python: one
-    process (its own session) that starts the 3 ranks, each through a
-    middleman that ends its rank when horovodrun dies. Every rank's output in
-    DIR/log-horovod/rank.N/, horovodrun's own in DIR/log-horovod-run.txt."""
-    py = Path(args.horovod_python)
-    horovodrun = py.parent / "horovodrun"
-    logdir = out / f"log-{group}"
-    env = dict(os.environ)
-    for k in list(env):
-        if k.startswith(("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_", "HOROVOD_", "VIRTUAL_ENV", "PYTHONPATH")):
-            env.pop(k)
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["CUDA_VISIBLE_DEVICES"] = ""
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PATH"] = f"{py.parent}:{env.get('PATH', '')}"
-    hcmd = [str(horovodrun), "-np", str(N), "--gloo", "-H", f"localhost:{N}", "--start-timeout", "120",
-            "--output-filename", str(logdir), str(py)] + cmd[1:]
-    lf = open(out / f"log-{group}-run.txt", "w")
-    print("$ " + " ".join(hcmd), file=lf, flush=True)
-    p = subprocess.Popen(hcmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True, cwd=str(out))
-    _children.append(p)
-    return [lf]
+    def start(self, group, first_round=0):
+        """Starts the group's ranks (their first round: first_round) and waits
+        until each says it is ready (formed); False, with the reason in
+        self.failed, if not."""
+        ranks, extra_env, _ = GROUPS[group]
+        for f in [self.out / f"stop-{group}", *self.out.glob(f"ready-{group}-*")]:
+            f.unlink(missing_ok=True)
+        cmd = self.rank_cmd(group, first_round)
+        if group == HOROVOD_GROUP:
+            self.procs[group] = [self.start_horovod(group, cmd)]
+        else:
+            ports = free_ports(2 * ranks)
+            tf_ports, agent_ports = ports[:ranks], ports[ranks:]
+            cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
+            self.procs[group] = []
+            for i in range(ranks):
+                env = dict(os.environ)
+                for k in ("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_PORT"):
+                    env.pop(k, None)
+                env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+                env["CUDA_VISIBLE_DEVICES"] = ""
+                env["PYTHONUNBUFFERED"] = "1"
+                env.update(extra_env)
+                if ranks > 1:
+                    env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i},
+                                                   "environment": "cloud"})
+                    # one agent port per rank, none of them TensorFlow's (TF_CONFIG's)
+                    env["RINGMASTER_PORT"] = ",".join(map(str, agent_ports))
+                    env.setdefault("RINGMASTER_FORMATION_TIMEOUT_SECONDS", "120")
+                    # A collective's deadline: the ranks of a group wait for
+                    # each other between rounds only in files, never in one.
+                    env.setdefault("RINGMASTER_TIMEOUT_SECONDS", str(self.args.group_timeout))
+                lf = open(self.out / f"log-{group}-{i}.txt", "w")
+                self.logs.append(lf)
+                self.procs[group].append(subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
+                                                          start_new_session=True))
+        return self.wait(group, [self.out / f"ready-{group}-{i}" for i in range(ranks)], "start")
 
-
-def run_group(group, args, out: Path, log):
-    ranks, extra_env, _ = GROUPS[group]
-    ports = free_ports(2 * ranks)
-    tf_ports, agent_ports = ports[:ranks], ports[ranks:]
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
-    for f in out.glob(f"rank-{group}-*.json"):
-        f.unlink()
-    cmd = [sys.executable, str(HERE), "--rank", group, "--out", str(out), "--iters", str(args.iters),
-           "--warmup", str(args.warmup), "--model", args.model]
-    if args.cases:
-        cmd += ["--cases", args.cases]
-    logs = []
-    t_start = time.time()
-    if group == HOROVOD_GROUP:
-        logs = start_horovod(group, args, out, cmd)
-    for i in range(ranks if group != HOROVOD_GROUP else 0):
+    def start_horovod(self, group, cmd):
+        """horovodrun -np 3 --gloo -H localhost:3 with Horovod's venv python:
+        one process (its own session) that starts the 3 ranks, each through a
+        middleman that ends its rank when horovodrun dies. Every rank's output
+        in DIR/log-horovod/rank.N/, horovodrun's own in DIR/log-horovod-run.txt."""
+        py = Path(self.args.horovod_python)
         env = dict(os.environ)
-        for k in ("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_PORT"):
-            env.pop(k, None)
+        for k in list(env):
+            if k.startswith(("TF_CONFIG", "TF_USE_LEGACY_KERAS", "RINGMASTER_", "HOROVOD_", "VIRTUAL_ENV",
+                             "PYTHONPATH")):
+                env.pop(k)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["PYTHONUNBUFFERED"] = "1"
-        env.update(extra_env)
-        if ranks > 1:
-            env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i},
-                                           "environment": "cloud"})
-            # one agent port per rank, none of them TensorFlow's (TF_CONFIG's)
-            env["RINGMASTER_PORT"] = ",".join(map(str, agent_ports))
-            env.setdefault("RINGMASTER_FORMATION_TIMEOUT_SECONDS", "120")
-            env.setdefault("RINGMASTER_TIMEOUT_SECONDS", str(args.group_timeout))
-        lf = open(out / f"log-{group}-{i}.txt", "w")
-        logs.append(lf)
-        p = subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True)
-        _children.append(p)
-    deadline = time.time() + args.group_timeout
-    failed = None
-    try:
-        while True:
-            codes = [p.poll() for p in _children]
-            if any(c not in (None, 0) for c in codes):
-                failed = f"a rank exited with {codes}"
-                break
-            if all(c == 0 for c in codes):
-                break
+        env["PATH"] = f"{py.parent}:{env.get('PATH', '')}"
+        hcmd = [str(py.parent / "horovodrun"), "-np", str(N), "--gloo", "-H", f"localhost:{N}",
+                "--start-timeout", "120", "--output-filename", str(self.out / f"log-{group}"), str(py)] + cmd[1:]
+        lf = open(self.out / f"log-{group}-run.txt", "w")
+        self.logs.append(lf)
+        print("$ " + " ".join(hcmd), file=lf, flush=True)
+        return subprocess.Popen(hcmd, env=env, stdout=lf, stderr=subprocess.STDOUT, start_new_session=True,
+                                cwd=str(self.out))
+
+    def wait(self, group, files, what):
+        """Until every file exists; fails the group (killed) if one of its
+        processes exits first or the deadline passes."""
+        deadline = time.time() + self.args.group_timeout
+        while not all(f.exists() for f in files):
+            codes = [p.poll() for p in self.procs[group]]
+            if any(c is not None for c in codes):
+                return self.fail(group, f"{what}: a process exited ({codes}) before writing "
+                                 f"{', '.join(f.name for f in files if not f.exists())}")
             if time.time() > deadline:
-                failed = f"timed out after {args.group_timeout} s"
-                break
-            time.sleep(0.5)
-    finally:
-        kill_children()
-        for lf in logs:
-            lf.close()
-    print(f"bench_keras: group {group}: {time.time() - t_start:.0f} s{'; FAILED: ' + failed if failed else ''}",
-          file=log, flush=True)
-    if failed:
+                return self.fail(group, f"{what}: timed out after {self.args.group_timeout} s")
+            time.sleep(0.05)
+        return True
+
+    def run_round(self, group, k):
+        """Tells the group to run round k; its ranks' results, or [] if it
+        failed."""
+        files = [self.out / f"rank-{group}-{i}-r{k}.json" for i in range(self.ranks(group))]
+        (self.out / f"go-{group}-{k}").touch()
+        if not self.wait(group, files, f"round {k}"):
+            return []
+        results = []
+        for f in files:
+            for res in json.loads(f.read_text()):
+                res["group"] = group
+                results.append(res)
+        return results
+
+    def fail(self, group, reason):
+        self.failed[group] = reason
+        self.kill(group)
+        print(f"bench_keras: group {group}: FAILED: {reason}", file=self.log, flush=True)
         if group == HOROVOD_GROUP:
-            tails = [("horovodrun", out / f"log-{group}-run.txt")]
+            tails = [("horovodrun", self.out / f"log-{group}-run.txt")]
         else:
-            tails = [(f"rank {i}", out / f"log-{group}-{i}.txt") for i in range(ranks)]
+            tails = [(f"rank {i}", self.out / f"log-{group}-{i}.txt") for i in range(self.ranks(group))]
         for name, f in tails:
             tail = f.read_text(errors="replace")[-3000:] if f.exists() else "(no log)"
-            print(f"--- {group} {name} (tail) ---\n{tail}", file=log, flush=True)
-        return []
-    results = []
-    for i in range(ranks):
-        f = out / f"rank-{group}-{i}.json"
-        if not f.exists():
-            print(f"bench_keras: group {group}: FAILED: rank {i} wrote no {f.name}", file=log, flush=True)
-            return []
-        results += json.loads(f.read_text())
-    for res in results:
-        res["group"] = group
-    return results
+            print(f"--- {group} {name} (tail) ---\n{tail}", file=self.log, flush=True)
+        return False
 
+    def kill(self, group):
+        for p in self.procs.get(group, []):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                p.wait(timeout=5)
+            except Exception:
+                pass
 
-def stats(times_ms):
-    s = sorted(times_ms)
-    return statistics.median(s), percentile(s, 0.1), percentile(s, 0.9)
+    def end(self, group):
+        """Tells one group's ranks to leave, then kills what is left of it."""
+        (self.out / f"stop-{group}").touch()
+        self.settle(self.procs.get(group, []))
+        self.kill(group)
+
+    def stop(self):
+        """Tells every rank to leave, gives them a moment, then kills what is
+        left."""
+        (self.out / "stop").touch()
+        self.settle([p for ps in self.procs.values() for p in ps])
+        for g in list(self.procs):
+            self.kill(g)
+        for lf in self.logs:
+            lf.close()
+
+    @staticmethod
+    def settle(procs, seconds=10):
+        end = time.time() + seconds
+        while time.time() < end and any(p.poll() is None for p in procs):
+            time.sleep(0.1)
 
 
 def machine():
@@ -643,224 +834,172 @@ def machine():
 
 
 def load():
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    return os.getloadavg()[0]
+
+
+def clean(out: Path):
+    for pattern in ("go-*", "ready-*", "rank-*.json", "stop", "stop-*", ".*.tmp"):
+        for f in out.glob(pattern):
+            f.unlink()
 
 
 def launcher_main(args):
     import tensorflow as tf  # noqa: F401  (version only; cheap next to the groups)
     out = Path(args.out).resolve()  # absolute: horovodrun's ranks run in another directory
     out.mkdir(parents=True, exist_ok=True)
-    signal.signal(signal.SIGTERM, lambda *_: (kill_children(), sys.exit(143)))
-    groups = args.groups.split(",")
+    clean(out)
+    groups_arg = args.groups.split(",")
+    unknown = [g for g in groups_arg if g not in GROUPS]
+    if unknown:
+        sys.exit(f"bench_keras: unknown group(s) {unknown}; groups: {', '.join(GROUPS)}")
     horovod_skipped = None
-    if HOROVOD_GROUP in groups and not args.horovod_python:
-        groups.remove(HOROVOD_GROUP)
+    if HOROVOD_GROUP in groups_arg and not args.horovod_python:
+        groups_arg.remove(HOROVOD_GROUP)
         horovod_skipped = args.horovod_unavailable or "no --horovod-python given"
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load_start = load()
-    results = []
+    t0 = time.time()
+    gs = Groups(args, out, sys.stderr)
+    signal.signal(signal.SIGTERM, lambda *_: (gs.stop(), sys.exit(143)))
+    results, round_log = [], []
     try:
-        for g in groups:
-            print(f"bench_keras: group {g} ({GROUPS[g][0]} ranks), load {load()}", file=sys.stderr, flush=True)
-            results += run_group(g, args, out, sys.stderr)
+        keep = {g for g in args.keep.split(",") if g} - NEVER_KEPT
+        for g in groups_arg:
+            if g not in keep:
+                continue
+            ts = time.time()
+            ok = gs.start(g)
+            print(f"bench_keras: group {g} ({GROUPS[g][0]} ranks) {'ready' if ok else 'failed'} in "
+                  f"{time.time() - ts:.0f} s, load {load():.1f}", file=sys.stderr, flush=True)
+        start_s = time.time() - t0
+        for k in range(args.rounds):
+            order = [g for g in rd.round_order(groups_arg, k) if g not in gs.failed]
+            l0, ts, per_group = load(), time.time(), []
+            for g in order:
+                tg = time.time()
+                if g not in keep:
+                    if not gs.start(g, first_round=k):
+                        per_group.append(f"{g} failed to start")
+                        continue
+                    started_s = time.time() - tg
+                got = gs.run_round(g, k)
+                if g not in keep:
+                    gs.end(g)
+                results += got
+                per_group.append(f"{g} {time.time() - tg:.0f} s" +
+                                 (f" ({started_s:.0f} s of it to start)" if g not in keep else ""))
+            round_log.append((k, order, l0, load(), time.time() - ts, per_group))
+            print(f"bench_keras: round {k}: {time.time() - ts:.0f} s ({', '.join(per_group)}), load {l0:.1f} -> "
+                  f"{load():.1f}", file=sys.stderr, flush=True)
     finally:
-        kill_children()
-    load_end = load()
+        gs.stop()
+    return report(args, out, results, round_log, gs.failed, horovod_skipped, started, start_s, time.time() - t0,
+                  tf.__version__)
 
+
+def report(args, out, results, round_log, failed, horovod_skipped, started, start_s, total_s, tf_version):
+    """tables.md, ratios.csv, ratios.png, summary.csv and results.csv from
+    the rounds' results; 1 when a result was wrong or a group failed."""
     w, units = MODELS[args.model]
     dims = [w] + units
     params = sum(a * b + b for a, b in zip(dims, dims[1:]))
     with open(out / "results.csv", "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["group", "case", "rank", "size", "iteration", "warmup", "time_ms"])
+        wr.writerow(["group", "case", "rank", "size", "round", "iteration", "warmup", "time_ms"])
         for res in results:
             for i, t in enumerate(res["times_s"]):
-                wr.writerow([res["group"], res["case"], res["rank"], res["size"], i, int(i < args.warmup),
-                             f"{t * 1e3:.3f}"])
-
-    def row(group, case, rank=0):
-        for res in results:
-            if res["group"] == group and res["case"] == case and res["rank"] == rank:
-                t = [x * 1e3 for x in res["times_s"][args.warmup:]]
-                return stats(t) + (len(t), res.get("correct"))
-        return None
-
-    def fmt(s):
-        return "—" if s is None else f"{s[0]:.1f} ({s[1]:.1f} / {s[2]:.1f})"
-
-    def ratio(a, b):
-        return "—" if a is None or b is None else f"{a[0] / b[0]:.2f}x"
-
-    summary = []
-    lines = [f"Command: `{args.command}` ({started}, {params:,} float32 parameters in 8 gradients, "
-             f"{params * 4 / 1e6:.1f} MB; N = {N} processes, local batch {LOCAL_BATCH}, "
-             f"{args.iters} iterations after {args.warmup} warm-up, rank 0's per-iteration times)",
-             "",
-             f"Machine: {machine()}; load average (1 / 5 / 15 min) {load_start} at the start, {load_end} at the end. "
-             f"TensorFlow {tf.__version__}.",
-             "",
-             "Each cell: median (p10 / p90) of the per-iteration time in ms. ratio = MWMS median / Ringmaster median "
-             "(> 1: Ringmaster is faster).",
-             "",
-             "| case | Ringmaster | MWMS (RING) | MWMS / Ringmaster | goal |",
-             "| --- | ---: | ---: | ---: | --- |"]
-    pairs = [
-        ("all-reduce of the gradients (tf.function)", ("rm-tf_keras", "allreduce/ringmaster"),
-         ("mwms", "allreduce/mwms"), 5.0),
-        ("all-reduce, Ringmaster eager", ("rm-tf_keras", "allreduce-eager/ringmaster"),
-         ("mwms", "allreduce/mwms"), 5.0),
-        ("training step, custom loop (tf.function)", ("rm-tf_keras", "step/ringmaster"),
-         ("mwms", "step/mwms"), 2.0),
-        ("model.fit step, tf_keras both", ("rm-tf_keras", "fit-tf_keras/ringmaster"),
-         ("mwms", "fit-tf_keras/mwms"), 2.0),
-        ("model.fit step, Keras 3 (Ringmaster) vs tf_keras (MWMS)", ("rm-keras3", "fit-keras3/ringmaster"),
-         ("mwms", "fit-tf_keras/mwms"), 2.0),
-    ]
-    for name, a, b, goal in pairs:
-        ra, rb = row(*a), row(*b)
-        met = "—" if ra is None or rb is None else ("met" if rb[0] / ra[0] >= goal else "**not met**")
-        lines.append(f"| {name} | {fmt(ra)} | {fmt(rb)} | {ratio(rb, ra)} | >= {goal:.0f}x: {met} |")
-        summary.append([name, "ringmaster", *(ra[:3] if ra else ["", "", ""]), "", ""])
-        summary.append([name, "mwms", *(rb[:3] if rb else ["", "", ""]), ratio(rb, ra), f">= {goal:.0f}x"])
-    # ringmaster.tensorflow.MultiWorkerMirroredStrategy: the same code as MWMS's
-    # rows, only the constructor differs (its goals: >= 2x TensorFlow's
-    # strategy, within 1.1x of the same step with DistributedGradientTape).
-    lines += ["", "MultiWorkerMirroredStrategy's code unchanged but for its constructor "
-              "(`ringmaster.tensorflow.MultiWorkerMirroredStrategy`): against TensorFlow's strategy (ratio = "
-              "TensorFlow's median / ours) and against the same step written with Ringmaster's "
-              "DistributedGradientTape / DistributedOptimizer (ratio = ours / theirs):", "",
-              "| case | ours | TensorFlow's MWMS | MWMS / ours | goal | Ringmaster API | ours / API | goal |",
-              "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
-    for name, ours_key, tf_key, api_key in [
-            ("all-reduce of the gradients (tf.function)", "allreduce/rm-mwms", "allreduce/mwms",
-             ("rm-tf_keras", "allreduce/ringmaster")),
-            ("training step, custom loop (tf.function)", "step/rm-mwms", "step/mwms",
-             ("rm-tf_keras", "step/ringmaster")),
-            ("model.fit step, tf_keras", "fit-tf_keras/rm-mwms", "fit-tf_keras/mwms",
-             ("rm-tf_keras", "fit-tf_keras/ringmaster"))]:
-        ro, rt, ra = row("rm-mwms", ours_key), row("mwms", tf_key), row(*api_key)
-        met2 = "—" if ro is None or rt is None else ("met" if rt[0] / ro[0] >= 2.0 else "**not met**")
-        met11 = "—" if ro is None or ra is None else ("met" if ro[0] / ra[0] <= 1.1 else "**not met**")
-        lines.append(f"| {name} | {fmt(ro)} | {fmt(rt)} | {ratio(rt, ro)} | >= 2x: {met2} | {fmt(ra)} | "
-                     f"{ratio(ro, ra)} | <= 1.1x: {met11} |")
-        summary.append([name + " (our strategy)", "rm-mwms", *(ro[:3] if ro else ["", "", ""]), "", ""])
-        summary.append([name + " (our strategy)", "mwms", *(rt[:3] if rt else ["", "", ""]), ratio(rt, ro),
-                        ">= 2x"])
-    # The op against the engine alone on the same 8 buffers (goal: the op within 1.2x).
-    engine = row("rm-tf_keras", "allreduce-engine/ringmaster")
-    lines += ["", "The op against the engine alone on the same 8 buffers (NumPy arrays of the gradients' shapes, "
-              "in place, one call: `ringmaster.default_communicator().all_reduce(arrays, \"sum\")`); "
-              "ratio = op median / engine median:", "",
-              "| case | median (p10 / p90) | op / engine | goal |", "| --- | ---: | ---: | --- |",
-              f"| the engine alone | {fmt(engine)} | | |"]
-    for name, key in [("the op, tf.function", ("rm-tf_keras", "allreduce/ringmaster")),
-                      ("the op, eager", ("rm-tf_keras", "allreduce-eager/ringmaster"))]:
-        op = row(*key)
-        met = "—" if op is None or engine is None else ("met" if op[0] / engine[0] <= 1.2 else "**not met**")
-        lines.append(f"| {name} | {fmt(op)} | {ratio(op, engine)} | <= 1.2x: {met} |")
-        summary.append([name + " vs the engine alone", "ringmaster", *(op[:3] if op else ["", "", ""]),
-                        ratio(op, engine), "<= 1.2x"])
-    summary.append(["the engine alone, same 8 buffers", "ringmaster", *(engine[:3] if engine else ["", "", ""]),
-                    "", ""])
-    lines += ["", "Compute without any all-reduce (the floor of a step; the same model, batch and optimizer):", "",
-              "| case | 3 ranks at once, no all-reduce | 1 process alone | Ringmaster step | MWMS step |",
-              "| --- | ---: | ---: | ---: | ---: |"]
-    for name, k3, k1, rmk, mwk in [
-            ("custom loop step", ("rm-tf_keras", "step/none"), ("single", "step/none"),
-             ("rm-tf_keras", "step/ringmaster"), ("mwms", "step/mwms")),
-            ("model.fit step, tf_keras", ("rm-tf_keras", "fit-tf_keras/none"), ("single", "fit-tf_keras/none"),
-             ("rm-tf_keras", "fit-tf_keras/ringmaster"), ("mwms", "fit-tf_keras/mwms")),
-            ("model.fit step, Keras 3", ("rm-keras3", "fit-keras3/none"), None,
-             ("rm-keras3", "fit-keras3/ringmaster"), None)]:
-        cells = [row(*k) if k else None for k in (k3, k1, rmk, mwk)]
-        lines.append(f"| {name} | " + " | ".join(fmt(c) for c in cells) + " |")
-        summary.append([name + " (compute, 3 ranks)", "none", *(cells[0][:3] if cells[0] else ["", "", ""]), "", ""])
-        summary.append([name + " (compute, 1 process)", "none", *(cells[1][:3] if cells[1] else ["", "", ""]), "", ""])
-    # communication estimate: step minus the 3-rank compute floor
-    floor, rms, mws = row("rm-tf_keras", "step/none"), row("rm-tf_keras", "step/ringmaster"), row("mwms", "step/mwms")
-    if floor and rms and mws:
-        lines += ["", f"Custom loop: step minus the 3-rank compute floor = {rms[0] - floor[0]:.1f} ms (Ringmaster) "
-                  f"and {mws[0] - floor[0]:.1f} ms (MWMS); with that floor, the best possible ratio for an "
-                  f"all-reduce of zero time would be {mws[0] / floor[0]:.2f}x."]
-    bad = [f"{r['group']}/{r['case']} rank {r['rank']}" for r in results if r.get("correct") is False]
-    if bad:
-        lines += ["", "WRONG RESULTS: " + ", ".join(bad)]
-    failed = [g for g in groups if not any(r["group"] == g for r in results)]
-    if failed:
-        lines += ["", "FAILED groups (see the logs in the out dir): " + ", ".join(failed)]
-
-    # ------------------------------------------------ Horovod 0.28.1, same run
-    hv_tf = next((r.get("tf_version") for r in results if r["group"] == HOROVOD_GROUP), None)
-    rm_tf = next((r.get("tf_version") for r in results if r["group"] == "rm-tf_keras"), tf.__version__)
-    lines += ["", f"Against Horovod 0.28.1 (Gloo, `horovodrun -np {N} --gloo -H localhost:{N}`), same model, "
-              f"same N, same machine, same run; different TensorFlow builds: Ringmaster on TensorFlow {rm_tf}, "
-              f"Horovod on TensorFlow {hv_tf or '2.13.1'} (the newest Horovod 0.28.1 builds against; "
-              "bench/tensorflow/horovod-venv). The same code on both sides (Horovod-named API). "
-              "ratio = Horovod median / Ringmaster median (> 1: Ringmaster is faster).", ""]
-    if horovod_skipped:
-        lines.append(f"horovod: not measured: {horovod_skipped}")
-    else:
-        lines += ["| case | Ringmaster | Horovod 0.28.1 | Horovod / Ringmaster | goal |",
-                  "| --- | ---: | ---: | ---: | --- |"]
-        hpairs = [
-            ("all-reduce, grouped_allreduce(grads, op=Sum) (tf.function)",
-             ("rm-tf_keras", "allreduce-grouped/ringmaster"), (HOROVOD_GROUP, "allreduce-grouped/horovod")),
-            ("all-reduce, per-tensor allreduce(g, op=Sum) (tf.function)",
-             ("rm-tf_keras", "allreduce-pertensor/ringmaster"), (HOROVOD_GROUP, "allreduce-pertensor/horovod")),
-            ("all-reduce, Ringmaster's rm.all_reduce vs Horovod grouped_allreduce",
-             ("rm-tf_keras", "allreduce/ringmaster"), (HOROVOD_GROUP, "allreduce-grouped/horovod")),
-            ("training step, custom loop, DistributedGradientTape (tf.function)",
-             ("rm-tf_keras", "step/ringmaster"), (HOROVOD_GROUP, "step/horovod")),
-            ("model.fit step, Keras 2 (tf_keras 2.20 / Keras 2.13), DistributedOptimizer",
-             ("rm-tf_keras", "fit-tf_keras/ringmaster"), (HOROVOD_GROUP, "fit-keras2/horovod")),
-            ("compute floor, custom loop step, no all-reduce (3 ranks)",
-             ("rm-tf_keras", "step/none"), (HOROVOD_GROUP, "step/none")),
-            ("compute floor, model.fit step, no all-reduce (3 ranks)",
-             ("rm-tf_keras", "fit-tf_keras/none"), (HOROVOD_GROUP, "fit-keras2/none")),
-        ]
-        for name, a, b in hpairs:
-            ra, rb = row(*a), row(*b)
-            floor = name.startswith("compute floor")
-            met = "—" if ra is None or rb is None or floor else ("met" if rb[0] / ra[0] >= 1.0 else "**not met**")
-            lines.append(f"| {name} | {fmt(ra)} | {fmt(rb)} | {ratio(rb, ra)} | "
-                         f"{'(TF builds compared)' if floor else '>= 1x: ' + met} |")
-            summary.append([name, "ringmaster", *(ra[:3] if ra else ["", "", ""]), "", ""])
-            summary.append([name, "horovod", *(rb[:3] if rb else ["", "", ""]), ratio(rb, ra),
-                            "" if floor else ">= 1x"])
-        hs, hf = row(HOROVOD_GROUP, "step/horovod"), row(HOROVOD_GROUP, "step/none")
-        rs, rf = row("rm-tf_keras", "step/ringmaster"), row("rm-tf_keras", "step/none")
-        if hs and hf and rs and rf:
-            lines += ["", f"Custom loop, step minus its own TensorFlow's 3-rank compute floor: "
-                      f"{rs[0] - rf[0]:.1f} ms (Ringmaster, TF {rm_tf}) and {hs[0] - hf[0]:.1f} ms "
-                      f"(Horovod, TF {hv_tf})."]
-    text = "\n".join(lines) + "\n"
-    (out / "tables.md").write_text(text)
+                wr.writerow([res["group"], res["case"], res["rank"], res["size"], res["round"], i,
+                             int(i < args.warmup), f"{t * 1e3:.3f}"])
+    medians = rd.round_medians(results, args.warmup)
+    figures = ratios(horovod=horovod_skipped is None)
+    ratio_lines, ratio_rows = rd.ratio_table(figures, medians, args.rounds)
+    with open(out / "ratios.csv", "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["section", "short", "ratio", "round", "value", "goal"])
+        wr.writerows(ratio_rows)
     with open(out / "summary.csv", "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["case", "peer", "median_ms", "p10_ms", "p90_ms", "peer_over_ringmaster", "goal"])
-        for s in summary:
-            wr.writerow([f"{v:.3f}" if isinstance(v, float) else v for v in s])
+        wr.writerow(["section", "ratio", "median", "min", "max", "spread_pct", "rounds", "goal", "verdict"])
+        for ratio in figures:
+            s = rd.summarize(rd.per_round(ratio, medians, args.rounds))
+            wr.writerow([ratio.section, ratio.name] + (["", "", "", "", 0] if s is None else
+                        [f"{s.median:.4f}", f"{s.low:.4f}", f"{s.high:.4f}", f"{s.spread * 100:.1f}", s.n]) +
+                        [rd.goal_text(ratio.goal), rd.verdict(ratio.goal, s).strip("*")])
+    hv_tf = next((r.get("tf_version") for r in results if r["group"] == HOROVOD_GROUP), None)
+    lines = [f"Command: `{args.command}` ({started}; {params:,} float32 parameters in 8 gradients, "
+             f"{params * 4 / 1e6:.1f} MB; N = {N} processes, local batch {LOCAL_BATCH}; {args.rounds} rounds of "
+             f"{args.warmup} warm-up + {args.iters} timed iterations per case; rank 0's times)",
+             "",
+             f"Machine: {machine()}. TensorFlow {tf_version} (Ringmaster, MWMS), "
+             f"{hv_tf or '2.13.1'} (Horovod 0.28.1). Start-up of the kept groups {start_s:.0f} s, whole run "
+             f"{total_s:.0f} s.",
+             "",
+             "Each ratio is taken per round (rK) between groups that ran back to back in that round; median "
+             "and min – max over the rounds, ± = half the range over the median. Goals are judged on the "
+             "median. Peer / Ringmaster > 1: Ringmaster is faster; a cost (ours / reference) <= 1.1 is within "
+             "10 %."]
+    lines += ratio_lines
+    if horovod_skipped:
+        lines += ["", f"horovod: not measured: {horovod_skipped}"]
+    lines += ["", "**Rounds** (load: the 1-minute load average at the start and end of the round)", "",
+              "| round | order | seconds | load | per group |", "| --- | --- | ---: | --- | --- |"]
+    for k, order, l0, l1, secs, per_group in round_log:
+        lines.append(f"| r{k} | {', '.join(order)} | {secs:.0f} | {l0:.1f} -> {l1:.1f} | {'; '.join(per_group)} |")
+    case_keys = []
+    for g in GROUPS:
+        for c in GROUPS[g][2]:
+            if any(k[0] == g and k[1] == c for k in medians):
+                case_keys.append((c, (g, c)))
+    lines += ["", "**Each case's median per-iteration time (ms), per round**", ""]
+    lines += rd.case_table(case_keys, medians, args.rounds)
+    bad = sorted({f"{r['group']}/{r['case']} rank {r['rank']} round {r['round']}" for r in results
+                  if r.get("correct") is False})
+    if bad:
+        lines += ["", "WRONG RESULTS: " + ", ".join(bad)]
+    if failed:
+        lines += ["", "FAILED groups (see the logs in the out dir): " +
+                  "; ".join(f"{g}: {why}" for g, why in failed.items())]
+    text = "\n".join(lines) + "\n"
+    (out / "tables.md").write_text(text)
     print(text)
-    print(f"bench_keras: wrote {out}/tables.md, results.csv, summary.csv", file=sys.stderr)
+    try:
+        from plot import plot_csv
+        plot_csv(out / "ratios.csv", x="short", y="value", out=out / "ratios.png", group="round",
+                 facet="section", series_label="round {round}", hline=1,
+                 title=f"Keras model, N = {N}: each ratio per round", xlabel="", ylabel="ratio")
+    except Exception as e:  # the tables stand without the plot
+        print(f"bench_keras: no plot ({type(e).__name__}: {e})", file=sys.stderr)
+    print(f"bench_keras: wrote {out}/tables.md, ratios.csv, ratios.png, summary.csv, results.csv", file=sys.stderr)
     return 1 if bad or failed else 0
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="build-bench/keras")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--iters", type=int, default=6, help="timed iterations per case and round")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up iterations per case and round (dropped)")
     p.add_argument("--model", choices=sorted(MODELS), default="full")
-    p.add_argument("--groups", default="rm-tf_keras,mwms,rm-mwms,rm-keras3,single,horovod",
-                   help="groups to run, in this order (default: all)")
+    # The default order puts the groups of each ratio next to each other
+    # (Keras 3 | MWMS | our strategy | Ringmaster's API | Horovod), so that
+    # a ratio compares figures taken seconds apart, not minutes.
+    p.add_argument("--groups", default="rm-keras3,mwms,rm-mwms,rm-tf_keras,horovod,single",
+                   help="groups, in a round's order (default: all)")
     p.add_argument("--horovod-python", default="",
                    help="the python of bench/tensorflow/horovod-venv (the horovod group needs it)")
     p.add_argument("--horovod-unavailable", default="",
                    help="why there is no Horovod venv (printed in the table instead of its rows)")
     p.add_argument("--cases", default="", help="only these cases (comma-separated, e.g. step/mwms)")
-    p.add_argument("--group-timeout", type=int, default=600, help="seconds for one group, start to end")
+    p.add_argument("--group-timeout", type=int, default=600,
+                   help="seconds for one group to start, and for one group's round")
+    p.add_argument("--total-timeout", type=int, default=5400,
+                   help="a rank's own bound on its life, should the launcher vanish")
+    p.add_argument("--keep", default="",
+                   help="groups whose ranks live through all rounds instead of starting for each turn (horovod "
+                        "never: its ranks do not wait quietly); each rank holds 2-3.7 GB after a few rounds here")
     p.add_argument("--command", default="bench/tensorflow/bench_keras.py")
     p.add_argument("--rank", default="", help=argparse.SUPPRESS)
+    p.add_argument("--launcher-pid", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--first-round", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.rank:
         rank_main(args)
