@@ -100,8 +100,13 @@ k -n "$NS" run plain --image="$IMAGE" --image-pull-policy=Never --restart=Never 
 expect_eq "gates of an unlabelled pod" "$(jp pod plain '{.spec.schedulingGates}')" ""
 expect_eq "finalizers of an unlabelled pod" "$(jp pod plain '{.metadata.finalizers}')" ""
 wait_jsonpath 60 pod/plain '{.status.phase}' Running -n "$NS"
-managed=$(k get pods -A -l kueue.x-k8s.io/managed -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {end}')
-expect_eq "pods managed by Kueue in the whole cluster" "$managed" "$NS/a-0 $NS/a-1 $NS/b-0 $NS/b-1 "
+managed=$(k -n "$NS" get pods -l kueue.x-k8s.io/managed -o jsonpath='{range .items[*]}{.metadata.name} {end}')
+expect_eq "pods managed by Kueue in $NS" "$managed" "a-0 a-1 b-0 b-1 "
+# Anywhere in the cluster, Kueue manages only pods that ask for a queue
+# (other tests' queued jobs may still be there: their pods carry the label).
+unqueued=$(k get pods -A -l 'kueue.x-k8s.io/managed,!kueue.x-k8s.io/queue-name' \
+  -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {end}')
+expect_eq "pods managed by Kueue without a queue-name label, in the whole cluster" "$unqueued" ""
 pass "an unlabelled pod runs ungated; only the 4 labelled pods are Kueue's"
 
 # --- down leaves nothing of Kueue behind ---
