@@ -40,6 +40,7 @@ namespace ringmaster::op {
 namespace {
 
 using nlohmann::json;
+using ringmaster::testing::SetAtPath;
 using ringmaster::testing::TranscriptCase;
 
 constexpr int64_t kT0 = 1'800'000'000;
@@ -120,24 +121,6 @@ json ParsePod(const TranscriptCase& c, const json& job, const std::string& line)
   return pod;
 }
 
-// "a.b.c = JSON": sets job[a][b][c].
-void Set(const TranscriptCase& c, json& job, const std::string& line) {
-  const auto eq = line.find(" = ");
-  if (eq == std::string::npos) {
-    ADD_FAILURE() << c.Where() << ": not path = JSON: " << line;
-    return;
-  }
-  json value = json::parse(line.substr(eq + 3), nullptr, false);
-  if (value.is_discarded()) {
-    ADD_FAILURE() << c.Where() << ": not JSON: " << line.substr(eq + 3);
-    return;
-  }
-  json* at = &job;
-  std::istringstream path(line.substr(0, eq));
-  for (std::string part; std::getline(path, part, '.');) at = &(*at)[part];
-  *at = std::move(value);
-}
-
 // The plan; of its status only what differs from `old` (the job's): the
 // fields, and the conditions by type.
 std::string Render(const Plan& plan, const json& old) {
@@ -190,7 +173,7 @@ TEST_P(PlanTranscript, PlansAsWritten) {
       return "ok";
     }
     if (c.command == "set") {
-      for (const auto& line : c.input) Set(c, job, line);
+      for (const auto& line : c.input) SetAtPath(c, job, line);
       return "ok";
     }
     if (c.command != "plan") {

@@ -32,11 +32,13 @@
 #include "tfjob_reconcile.h"
 #include "time_util.h"
 #include "transcript.h"
+#include "transcript_job.h"
 
 namespace ringmaster::op {
 namespace {
 
 using nlohmann::json;
+using ringmaster::testing::SetAtPath;
 using ringmaster::testing::TranscriptCase;
 
 constexpr int64_t kT0 = 1'800'000'000;
@@ -119,23 +121,6 @@ std::vector<std::string> Replicas(const json& job) {
   return out;
 }
 
-void Set(const TranscriptCase& c, json& job, const std::string& line) {
-  const auto eq = line.find(" = ");
-  if (eq == std::string::npos) {
-    ADD_FAILURE() << c.Where() << ": not path = JSON: " << line;
-    return;
-  }
-  json value = json::parse(line.substr(eq + 3), nullptr, false);
-  if (value.is_discarded()) {
-    ADD_FAILURE() << c.Where() << ": not JSON: " << line.substr(eq + 3);
-    return;
-  }
-  json* at = &job;
-  std::istringstream path(line.substr(0, eq));
-  for (std::string part; std::getline(path, part, '.');) at = &(*at)[part];
-  *at = std::move(value);
-}
-
 // The plan; of its status only what differs from `old`.
 std::string Render(const Plan& plan, const json& old) {
   std::ostringstream out;
@@ -203,7 +188,7 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       return "ok";
     }
     if (c.command == "set") {
-      for (const auto& line : c.input) Set(c, job, line);
+      for (const auto& line : c.input) SetAtPath(c, job, line);
       return "ok";
     }
     if (c.command == "gang") {

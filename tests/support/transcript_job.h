@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "transcript.h"
@@ -93,6 +94,25 @@ inline void UpdateTranscriptJob(const TranscriptCase& c, nlohmann::json& job,
                                 const std::set<std::string>& others = {}) {
   ApplyJobArgs(c, job, others);
   job["metadata"]["generation"] = job["metadata"]["generation"].get<int64_t>() + 1;
+}
+
+// A "set" command's input line, "a.b.c = JSON": sets obj[a][b][c] (a
+// failure names the line when it is not of that form).
+inline void SetAtPath(const TranscriptCase& c, nlohmann::json& obj, const std::string& line) {
+  const auto eq = line.find(" = ");
+  if (eq == std::string::npos) {
+    ADD_FAILURE() << c.Where() << ": not path = JSON: " << line;
+    return;
+  }
+  nlohmann::json value = nlohmann::json::parse(line.substr(eq + 3), nullptr, false);
+  if (value.is_discarded()) {
+    ADD_FAILURE() << c.Where() << ": not JSON: " << line.substr(eq + 3);
+    return;
+  }
+  nlohmann::json* at = &obj;
+  std::istringstream path(line.substr(0, eq));
+  for (std::string part; std::getline(path, part, '.');) at = &(*at)[part];
+  *at = std::move(value);
 }
 
 }  // namespace ringmaster::testing
