@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/operator/kubeflow-qps.sh: print the path of a training-operator
-# (the testbed's pinned v1.8.1) that takes its kube client's QPS and burst
-# from two added flags, --kube-api-qps and --kube-api-burst; build it first
-# if it is not cached.
+# (the testbed's pin) that takes its kube client's QPS and burst from
+# --kube-api-qps and --kube-api-burst; build it first if it is not cached.
+# v1.9 and later have both flags: their build is the testbed's (webhook on
+# 127.0.0.1). Before v1.9 they are added, as follows.
 #
 # v1.8.1's main.go has no such flags: it passes ctrl.GetConfigOrDie() to the
 # manager, and controller-runtime (v0.17.2, pkg/client/config/config.go)
@@ -32,6 +33,12 @@ src=$("$GO" list -m -f '{{.Dir}}' github.com/kubeflow/training-operator) ||
 main="$src/cmd/training-operator.v1/main.go"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if grep -qF '"kube-api-qps"' "$main"; then
+  # v1.9 and later have both flags of their own: only the testbed's change.
+  sed -e 's/^\(\t*\)Port: webhookServerPort,$/\1Host: "127.0.0.1", Port: webhookServerPort,/' "$main" >"$work/main.go"
+  grep -qF 'Host: "127.0.0.1", Port: webhookServerPort,' "$work/main.go" ||
+    { echo "kubeflow-qps: could not patch the webhook host into $main" >&2; exit 1; }
+else
 sed -e 's/^\(\t*\)Port: webhookServerPort,$/\1Host: "127.0.0.1", Port: webhookServerPort,/' \
     -e 's/ctrl\.NewManager(ctrl\.GetConfigOrDie(), /ctrl.NewManager(benchRestConfig(), /' \
     -e 's|^\(\t\)clientgoscheme "k8s.io/client-go/kubernetes/scheme"$|&\n\1"k8s.io/client-go/rest"|' \
@@ -59,6 +66,7 @@ func benchRestConfig() *rest.Config {
 	return cfg
 }
 GO
+fi
 printf '{"Replace":{"%s":"%s"}}\n' "$PINS/cmd/training-operator.v1/main.go" "$work/main.go" >"$work/overlay.json"
 mkdir -p "$OUT.tmp"
 echo "kubeflow-qps: building the training-operator with --kube-api-qps/--kube-api-burst into $OUT" >&2

@@ -22,11 +22,11 @@
 #                 operator, so this is the limit for an operator's creation
 #                 rate on the same machine. Needs the ringmaster run before
 #                 it (its objects); its deletion is not timed;
-#   kubeflow      Kubeflow's training-operator v1.8.1 on equivalent TFJobs,
-#                 its defaults (1 controller thread; controller-runtime's
-#                 client QPS 20, burst 30);
-#   kubeflow-qps  the same with Ringmaster's QPS and burst (a build with two
-#                 added flags, see bench/operator/kubeflow-qps.sh).
+#   kubeflow      Kubeflow's training-operator (the testbed's pin, v1.9.4;
+#                 the figures in docs/benchmarks/operator.md are of v1.8.1)
+#                 on equivalent TFJobs, its defaults (client QPS 20, burst 30);
+#   kubeflow-qps  the same with Ringmaster's QPS and burst (--kube-api-qps and
+#                 --kube-api-burst, see bench/operator/kubeflow-qps.sh).
 # Prints one markdown table per scale (times, pods/s, fraction of the bare
 # clients' creation rates, peak RSS, CPU; and the profile of the creation
 # phase: the API server's CPU, the cores busy, the API writes per pod, each
@@ -82,8 +82,9 @@ k() { kubectl --request-timeout=60s "$@"; }
 has_run() { [[ " $RUNS " == *" $1 "* ]]; }
 
 # Ringmaster's QPS and burst: the environment's, else the operator's defaults.
-RM_QPS=${RINGMASTER_QPS:-$("$OPERATOR" --help | sed -n 's/.*--qps N.*default \([0-9.]*\)).*/\1/p')}
-RM_BURST=${RINGMASTER_BURST:-$("$OPERATOR" --help | sed -n 's/.*--burst N.*default \([0-9]*\)).*/\1/p')}
+# (--help's lines: "  --qps FLOAT:a number in [0.01, 1000000]=500 (Env:...)".)
+RM_QPS=${RINGMASTER_QPS:-$("$OPERATOR" --help | sed -n 's/^ *--qps [^=]*=\([0-9.]*\).*/\1/p')}
+RM_BURST=${RINGMASTER_BURST:-$("$OPERATOR" --help | sed -n 's/^ *--burst [^=]*=\([0-9]*\).*/\1/p')}
 [ -n "$RM_QPS" ] && [ -n "$RM_BURST" ] || { echo "run.sh: cannot read the operator's --qps/--burst defaults from --help" >&2; exit 1; }
 KF_QPS_BIN=""
 if has_run kubeflow-qps; then KF_QPS_BIN=$("$ROOT/bench/operator/kubeflow-qps.sh"); fi
