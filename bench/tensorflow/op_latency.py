@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The TensorFlow op's fixed cost per call: a 4-byte all-reduce through
+`rm.all_reduce` (in a tf.function and eagerly) against the engine alone
+(`ringmaster.default_communicator().all_reduce` on a 1-element NumPy array),
+N = 3 local processes, 3 rounds of 300 timed calls each (20 warm-up), the
+median per call in microseconds, rank 0's.
+
+    python bench/tensorflow/op_latency.py          (with the TensorFlow venv's python)
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def member() -> None:
+    import numpy as np
+    import ringmaster
+    import ringmaster.tensorflow as rm
+    import tensorflow as tf
+
+    rm.init()
+    comm = ringmaster.default_communicator()
+    x, arr = tf.ones([1]), np.ones(1, np.float32)
+    f = tf.function(lambda t: rm.all_reduce("sum", [t]))
+
+    def median_us(fn, n=300):
+        for _ in range(20):
+            fn()
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e6
+
+    res: dict = {}
+    for _ in range(3):
+        res.setdefault("op, tf.function", []).append(median_us(lambda: f(x)[0].numpy()))
+        res.setdefault("op, eager", []).append(median_us(lambda: rm.all_reduce("sum", [x])[0].numpy()))
+        res.setdefault("engine alone", []).append(median_us(lambda: comm.all_reduce(arr, "sum")))
+    if rm.rank() == 0:
+        print(json.dumps({k: [round(v, 1) for v in vs] for k, vs in res.items()}), flush=True)
+    os._exit(0)
+
+
+def main() -> int:
+    if os.environ.get("OP_LATENCY_MEMBER"):
+        member()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
+    from ports import free_ports
+    ports = free_ports(6)
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:3]]}
+    procs = []
+    for i in range(3):
+        env = dict(os.environ, OP_LATENCY_MEMBER="1", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="",
+                   TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}}),
+                   RINGMASTER_PORT=",".join(map(str, ports[3:])))
+        procs.append(subprocess.Popen([sys.executable, __file__], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL, text=True))
+    rc = 0
+    for p in procs:
+        try:
+            out, _ = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, rc = "", 1
+        rc = rc or p.returncode
+        if out.strip():
+            print(f"load {os.getloadavg()[0]:.1f}; median us per call, 3 rounds: {out.strip()}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
