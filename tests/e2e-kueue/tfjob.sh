@@ -8,9 +8,7 @@
 . "$(dirname "$0")/../e2e-operator/lib_operator.sh"
 setup
 on_exit '"$TESTBED" kueue down'
-if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
-  k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
-fi
+use_tfjob_crd
 "$TESTBED" kueue up --namespace "$NS" >/dev/null || fail "scripts/testbed kueue up failed"
 start_operator op --leader-elect=false --tfjob
 QUEUE=ringmaster-queue   # the testbed's sample LocalQueue: 4 cpu, 16Gi in all

@@ -11,12 +11,7 @@
 # operator goes on. Without --tfjob, TFJobs are left alone.
 . "$(dirname "$0")/lib_operator.sh"
 setup
-# The chart's CRD, unless one (training-operator's) is there: as Helm's crds/.
-if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
-  k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
-fi
-wait_for 60 "the TFJob CRD to be established" \
-  k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
+use_tfjob_crd
 
 JOB="$LOGDIR/mnist.yaml"
 cat >"$JOB" <<YAML

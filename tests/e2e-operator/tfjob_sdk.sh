@@ -4,11 +4,7 @@
 # SDK's venv is made once (pinned) under ~/.cache/ringmaster.
 . "$(dirname "$0")/lib_operator.sh"
 setup
-if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
-  k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
-fi
-wait_for 60 "the TFJob CRD to be established" \
-  k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
+use_tfjob_crd
 
 pins="kubeflow-training==1.9.4 kubernetes==35.0.0"
 venv=${RINGMASTER_KUBEFLOW_SDK_VENV:-$HOME/.cache/ringmaster/venv-kubeflow-sdk}

@@ -17,11 +17,7 @@ CLI=${2:?usage: $0 OPERATOR_BINARY RINGMASTER_CLI}
 new_namespace
 LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/ringmaster-e2e-real-tfjob.XXXXXX")
 on_exit "rm -rf '$LOGDIR'"
-if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
-  k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
-fi
-wait_for 60 "the TFJob CRD to be established" \
-  k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
+use_tfjob_crd
 "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$NS" --leader-elect=false --tfjob \
   --metrics-address 0 --health-probe-address 0 >"$LOGDIR/op.log" 2>&1 &
 op=$!

@@ -35,6 +35,16 @@ wait_for() {
   done
 }
 
+# use_tfjob_crd: the chart's TFJob CRD, unless one (training-operator's) is
+# there, as Helm's crds/ does; then until it is Established.
+use_tfjob_crd() {
+  if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
+    k create -f "$REPO_ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null || fail "create the TFJob CRD"
+  fi
+  wait_for 60 "the TFJob CRD to be established" \
+    k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
+}
+
 # wait_jsonpath SECONDS RESOURCE JSONPATH WANT [kubectl args...]
 wait_jsonpath() {
   local secs=$1 res=$2 jp=$3 want=$4; shift 4
