@@ -1,6 +1,8 @@
 #include "pod_builder.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 
 #include "base64.h"
 #include "names.h"
@@ -52,6 +54,30 @@ bool HasPort(const json& containers, int port) {
 
 json JobLabels(const DistributedJob& job) {
   return {{kLabelJobName, job.name}};
+}
+
+constexpr std::string_view kTfConfigClusterPrefix = "{\"cluster\":";
+constexpr std::string_view kTfConfigTaskField = ",\"task\":";
+
+// "$" as the kubelet reads it literally in an env value ("$$").
+std::string EscapeKubeVars(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    out += c;
+    if (c == '$') out += '$';
+  }
+  return out;
+}
+
+// FNV-1a, 64 bits: stable across builds and platforms (std::hash is not).
+uint64_t Fnv1a64(std::string_view text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
 }
 
 }  // namespace
@@ -139,6 +165,68 @@ json BuildNetworkPolicy(const DistributedJob& job) {
          json::array({{{"from", json::array({{{"podSelector", {{"matchLabels", JobLabels(job)}}}}})}}})}}}};
 }
 
+StatusOr<TfConfigSource> JobTfConfigSource(const DistributedJob& job) {
+  auto annotations = job.metadata.find("annotations");
+  if (annotations == job.metadata.end() || !annotations->is_object()) return TfConfigSource::kInline;
+  auto it = annotations->find(kTfConfigAnnotation);
+  if (it == annotations->end()) return TfConfigSource::kInline;
+  if (*it == kTfConfigInline) return TfConfigSource::kInline;
+  if (*it == kTfConfigConfigMap) return TfConfigSource::kConfigMap;
+  return InvalidArgumentError("annotation " + std::string(kTfConfigAnnotation) + " must be " +
+                              kTfConfigInline + " or " + kTfConfigConfigMap + ", got " + it->dump());
+}
+
+StatusOr<std::string> TfClusterJson(const DistributedJob& job, const BuildOptions& opts) {
+  // Any replica's TF_CONFIG holds the cluster; the first one's is taken.
+  for (const auto& [type, spec] : job.replica_specs) {
+    if (spec.replicas <= 0) continue;
+    TfConfigOptions tf;
+    tf.namespace_ = JobNamespace(job);
+    tf.cluster_domain = opts.cluster_domain;
+    auto tf_config = GenerateTfConfig(job, type, 0, tf);
+    if (!tf_config.ok()) return tf_config.status();
+    const size_t end = tf_config->rfind(kTfConfigTaskField);
+    if (tf_config->rfind(kTfConfigClusterPrefix, 0) != 0 || end == std::string::npos)
+      return InternalError("TF_CONFIG of job " + job.name + " has no cluster: " + *tf_config);
+    return tf_config->substr(kTfConfigClusterPrefix.size(), end - kTfConfigClusterPrefix.size());
+  }
+  return InvalidArgumentError("job " + job.name + " has no replicas");
+}
+
+std::string TfClusterConfigMapName(const std::string& job, std::string_view cluster) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(Fnv1a64(cluster)));
+  return job + "-tf-cluster-" + std::string(hash, 10);
+}
+
+StatusOr<std::optional<json>> BuildTfClusterConfigMap(const DistributedJob& job, const BuildOptions& opts) {
+  auto source = JobTfConfigSource(job);
+  if (!source.ok()) return source.status();
+  if (*source != TfConfigSource::kConfigMap) return std::optional<json>();
+  auto cluster = TfClusterJson(job, opts);
+  if (!cluster.ok()) return cluster.status();
+  return std::optional<json>(json{{"apiVersion", "v1"},
+                                  {"kind", "ConfigMap"},
+                                  {"metadata",
+                                   {{"name", TfClusterConfigMapName(job.name, *cluster)},
+                                    {"namespace", JobNamespace(job)},
+                                    {"labels", JobLabels(job)},
+                                    {"ownerReferences", json::array({OwnerReference(job)})}}},
+                                  {"immutable", true},
+                                  {"data", {{kTfClusterKey, *cluster}}}});
+}
+
+std::optional<std::string> TfConfigNamingCluster(std::string_view tf_config, std::string_view cluster) {
+  const size_t prefix = kTfConfigClusterPrefix.size();
+  if (tf_config.substr(0, prefix) != kTfConfigClusterPrefix ||
+      tf_config.substr(prefix, cluster.size()) != cluster ||
+      tf_config.substr(prefix + cluster.size(), kTfConfigTaskField.size()) != kTfConfigTaskField) {
+    return std::nullopt;
+  }
+  return EscapeKubeVars(kTfConfigClusterPrefix) + "$(" + kEnvTfCluster + ")" +
+         EscapeKubeVars(tf_config.substr(prefix + cluster.size()));
+}
+
 StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts) {
   const ReplicaSpec* spec = job.Find(key.type);
   if (!spec || key.index < 0 || key.index >= spec->replicas) {
@@ -152,6 +240,17 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   env_opts.agent_ports.reset();
   // The job key's volume (AddJobKeyVolume) projects its one item as "key".
   env_opts.job_key_file = kJobKeyFile;
+
+  auto source = JobTfConfigSource(job);
+  if (!source.ok()) return source.status();
+  // With a ConfigMap: the cluster that TF_CONFIG names, and where it lies.
+  std::string cluster, cluster_map;
+  if (*source == TfConfigSource::kConfigMap) {
+    auto c = TfClusterJson(job, opts);
+    if (!c.ok()) return c.status();
+    cluster = std::move(*c);
+    cluster_map = TfClusterConfigMapName(job.name, cluster);
+  }
 
   BuiltPod out;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
@@ -208,6 +307,18 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
     // warning: it decides the group).
     for (const auto& [name, value] : *replica_env) {
       if (!HasEnv(env, name)) {
+        if (name == kEnvTfConfig && !cluster_map.empty() && !HasEnv(env, kEnvTfCluster)) {
+          // The kubelet expands $(RINGMASTER_TF_CLUSTER) only from a variable
+          // defined before it, and reads a valueFrom when the container
+          // starts: the pod object holds the ConfigMap's name, not the cluster.
+          if (auto named = TfConfigNamingCluster(value, cluster)) {
+            env.push_back(
+                {{"name", kEnvTfCluster},
+                 {"valueFrom", {{"configMapKeyRef", {{"name", cluster_map}, {"key", kTfClusterKey}}}}}});
+            env.push_back({{"name", name}, {"value", std::move(*named)}});
+            continue;
+          }
+        }
         env.push_back({{"name", name}, {"value", value}});
       } else if (name == kEnvTfConfig) {
         out.events.push_back(

@@ -38,12 +38,48 @@ std::string KubeletRestartPolicy(const DistributedJob& job, RestartPolicy policy
 // The namespace the job's objects live in ("default" when unset).
 std::string JobNamespace(const DistributedJob& job);
 
+// How the job's pods get TF_CONFIG (ringmaster.io/tf-config, names.h).
+enum class TfConfigSource { kInline, kConfigMap };
+
+// The job's ringmaster.io/tf-config annotation: kInline when it is absent;
+// InvalidArgument naming the annotation for a value other than "Inline" or
+// "ConfigMap".
+StatusOr<TfConfigSource> JobTfConfigSource(const DistributedJob& job);
+
+// The cluster of the job's TF_CONFIG, as every replica's TF_CONFIG spells it
+// ({"chief":[...],"worker":[...]}): the same for every replica.
+StatusOr<std::string> TfClusterJson(const DistributedJob& job, const BuildOptions& opts);
+
+// "<job>-tf-cluster-<hash of cluster>": a new cluster (the job scaled) gets a
+// new ConfigMap, so each one can be immutable and a pod created after the
+// change reads the new cluster, as an inline TF_CONFIG would.
+std::string TfClusterConfigMapName(const std::string& job, std::string_view cluster);
+
+// With ringmaster.io/tf-config: ConfigMap, the job's ConfigMap holding its
+// TF_CONFIG cluster under the key "cluster": immutable (the kubelets need not
+// watch it), labelled with the job and controlled by it. nullopt for Inline.
+StatusOr<std::optional<nlohmann::json>> BuildTfClusterConfigMap(const DistributedJob& job,
+                                                                const BuildOptions& opts);
+
+// TF_CONFIG's value that names the cluster instead of holding it: `tf_config`
+// with its cluster, which must be `cluster` right after {"cluster":, written
+// as $(RINGMASTER_TF_CLUSTER) and every other "$" escaped as "$$". The
+// kubelet's expansion of it, with RINGMASTER_TF_CLUSTER = `cluster`, gives
+// `tf_config` byte for byte. nullopt when `tf_config` does not hold `cluster`
+// there (the pod then gets the whole value).
+std::optional<std::string> TfConfigNamingCluster(std::string_view tf_config, std::string_view cluster);
+
 // The pod of replica `key`, from the replica's template: name, labels,
 // controller ownerReference, hostname/subdomain, TF_CONFIG and RINGMASTER_*
 // in every container, the job key's volume mounted into every container
 // (AddJobKeyVolume), the job's port, restartPolicy mapped for the kubelet
 // (ExitCode -> Never: the operator decides on restarts from the exit code).
-// InvalidArgument when the job has no such replica.
+// With ringmaster.io/tf-config: ConfigMap, TF_CONFIG names the cluster
+// (TfConfigNamingCluster) and RINGMASTER_TF_CLUSTER, just before it, is set
+// from the job's ConfigMap (BuildTfClusterConfigMap): the pod holds O(1) of
+// the cluster instead of O(N).
+// InvalidArgument when the job has no such replica or an invalid
+// ringmaster.io/tf-config.
 StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts);
 
 // The headless Service that gives every pod its stable DNS name.

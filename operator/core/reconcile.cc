@@ -147,6 +147,8 @@ std::string_view ApiActionKindName(ApiActionKind kind) {
       return "create-key-secret";
     case ApiActionKind::kCreateNetworkPolicy:
       return "create-network-policy";
+    case ApiActionKind::kCreateConfigMap:
+      return "create-config-map";
     case ApiActionKind::kCreateGangObject:
       return "create-gang-object";
     case ApiActionKind::kCreatePod:
@@ -190,6 +192,13 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   LoadedJob loaded = DecodeJob(job_obj);
   if (!loaded.job) return InvalidJob(job_obj, loaded.errors, now);
   const DistributedJob& job = *loaded.job;
+  // A value of ringmaster.io/tf-config that says neither Inline nor
+  // ConfigMap fails the job as a spec error does.
+  if (auto source = JobTfConfigSource(job); !source.ok()) {
+    return InvalidJob(
+        job_obj, {{std::string("metadata.annotations.") + kTfConfigAnnotation, source.status().message()}},
+        now);
+  }
   const std::string uid = MetadataString(job_obj, "uid");
 
   std::vector<ReplicaObservation> observed;
@@ -254,6 +263,14 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
     if (opts.network_policy) {
       prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
                                BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
+    }
+    // The cluster their TF_CONFIG names (the kubelet holds back a container
+    // whose variable names a ConfigMap that does not exist). Built only
+    // here: it is O(N) for a job of N replicas.
+    if (auto map = BuildTfClusterConfigMap(job, opts); map.ok() && *map) {
+      std::string name = (**map)["metadata"]["name"];
+      prerequisites.push_back(
+          {ApiActionKind::kCreateConfigMap, std::move(name), std::move(**map), "SuccessfulCreateConfigMap"});
     }
     // The gang the pods point at (the scheduler holds them until it exists).
     for (json& object : BuildGangObjects(job, opts.gang_api)) {

@@ -29,6 +29,7 @@ enum class ApiActionKind {
   kCreateService,
   kCreateKeySecret,
   kCreateNetworkPolicy,
+  kCreateConfigMap,   // the job's TF_CONFIG cluster (ringmaster.io/tf-config: ConfigMap)
   kCreateGangObject,  // a Workload or PodGroup of Kubernetes' gang scheduling (gang.h)
   kCreatePod,
   // A strategic merge patch of one pod (`object`): Kueue's finalizer dropped
@@ -92,11 +93,10 @@ struct Pending {
 // count), else last (a new job's creations wait for no status round trip).
 // The events right after the status write (a refused one, a 409 from a
 // reconcile on an outdated cache, is planned again, events included: so
-// they are told once), else first. Then the key Secret and the NetworkPolicy
-// before any pod; then the Service with the pods (they need it only to be
-// found by name, which the agent's formation waits for anyway); then the
-// pods' patches (Kueue's marks: a group is finished before its pods go);
-// deletions last.
+// they are told once), else first. Then the key Secret, the NetworkPolicy
+// and the TF_CONFIG cluster's ConfigMap before any pod; then the Service with the pods (they need it only to
+// be found by name, which the agent's formation waits for anyway); then the pods' patches (Kueue's marks: a
+// group is finished before its pods go); deletions last.
 struct Plan {
   std::vector<Step> steps;
   // The new status subresource when it differs from the job's (the

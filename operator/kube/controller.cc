@@ -342,6 +342,10 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         ok &= CreateOwned(job, "/apis/networking.k8s.io/v1/namespaces/" + ns + "/networkpolicies", a,
                           a.object, "NetworkPolicy", "FailedCreateNetworkPolicy");
         break;
+      case ApiActionKind::kCreateConfigMap:
+        ok &= CreateOwned(job, "/api/v1/namespaces/" + ns + "/configmaps", a, a.object, "ConfigMap",
+                          "FailedCreateConfigMap");
+        break;
       case ApiActionKind::kCreateGangObject: {
         const std::string kind = a.object.value("kind", std::string("Workload"));
         ok &= CreateOwned(job, GangCollectionPath(a.object, ns), a, a.object, kind, "FailedCreate" + kind);

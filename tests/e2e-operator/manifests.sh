@@ -28,6 +28,14 @@ done
 for verb in list watch update delete; do
   expect_eq "can-i $verb secrets" "$(k auth can-i $verb secrets --as "$sa" -n default 2>/dev/null || true)" no
 done
+# The TF_CONFIG cluster's ConfigMaps (ringmaster.io/tf-config: ConfigMap):
+# create, and get (on AlreadyExists); immutable, so nothing more.
+for verb in create get; do
+  expect_eq "can-i $verb configmaps" "$(k auth can-i $verb configmaps --as "$sa" -n default)" yes
+done
+for verb in list watch update delete; do
+  expect_eq "can-i $verb configmaps" "$(k auth can-i $verb configmaps --as "$sa" -n default 2>/dev/null || true)" no
+done
 # NetworkPolicies (only used with --network-policy): create and get.
 for verb in create get; do
   expect_eq "can-i $verb networkpolicies" "$(k auth can-i $verb networkpolicies.networking.k8s.io --as "$sa" -n default)" yes

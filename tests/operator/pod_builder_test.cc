@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "base64.h"
 #include "names.h"
 #include "observe.h"
+#include "ringmaster/env_expand.h"
 #include "ringmaster/replica_env.h"
 #include "ringmaster/tf_config_gen.h"
 #include "test_util.h"
@@ -443,6 +446,183 @@ TEST(NetworkPolicyBuilder, AdmitsIngressOnlyFromTheJobsOwnPods) {
       "podSelector": {"matchLabels": {"ringmaster.io/job-name": "quickstart"}},
       "policyTypes": ["Ingress"],
       "ingress": [{"from": [{"podSelector": {"matchLabels": {"ringmaster.io/job-name": "quickstart"}}}]}]})"));
+}
+
+// ringmaster.io/tf-config: ConfigMap. What TensorFlow and the agent read is
+// TF_CONFIG after the kubelet's expansion; these tests expand as it does.
+
+json WithTfConfigAnnotation(json obj, const std::string& value) {
+  obj["metadata"]["annotations"][kTfConfigAnnotation] = value;
+  return obj;
+}
+
+// The env entry named `name` (null when absent) and its position.
+std::pair<json, int> EnvEntry(const json& container, const std::string& name) {
+  for (size_t i = 0; i < container["env"].size(); ++i) {
+    if (container["env"][i]["name"] == name) return {container["env"][i], static_cast<int>(i)};
+  }
+  return {json(), -1};
+}
+
+// TF_CONFIG as the kubelet hands it to the container: $(VAR) expanded from
+// the variables before it, RINGMASTER_TF_CLUSTER from `configmap`.
+std::string ExpandedTfConfig(const json& container, const json& configmap) {
+  const auto [tf, at] = EnvEntry(container, "TF_CONFIG");
+  EXPECT_GE(at, 0);
+  std::map<std::string, std::string> defined;
+  for (int i = 0; i < at; ++i) {
+    const json& e = container["env"][i];
+    if (e.contains("value")) {
+      defined[e["name"]] = e["value"];
+    } else if (e.contains("valueFrom") && e["valueFrom"].contains("configMapKeyRef")) {
+      const json& ref = e["valueFrom"]["configMapKeyRef"];
+      EXPECT_EQ(ref["name"], configmap["metadata"]["name"]);
+      defined[e["name"]] = configmap["data"][ref["key"].get<std::string>()];
+    }
+  }
+  return ExpandKubeVars(tf["value"].get<std::string>(),
+                        [&](std::string_view n) -> std::optional<std::string> {
+                          auto it = defined.find(std::string(n));
+                          if (it == defined.end()) return std::nullopt;
+                          return it->second;
+                        });
+}
+
+json BigJob(int workers) {
+  json obj = WithTfConfigAnnotation(testing::QuickstartObject(), "ConfigMap");
+  obj["spec"]["replicaSpecs"]["Worker"]["replicas"] = workers;
+  return obj;
+}
+
+TEST(TfConfigFromConfigMap, InlineIsTheDefaultAndSpelledOut) {
+  for (const json& obj :
+       {testing::QuickstartObject(), WithTfConfigAnnotation(testing::QuickstartObject(), "Inline")}) {
+    const DistributedJob job = Decode(obj);
+    EXPECT_EQ(*JobTfConfigSource(job), TfConfigSource::kInline);
+    auto map = BuildTfClusterConfigMap(job, {});
+    ASSERT_TRUE(map.ok());
+    EXPECT_FALSE(map->has_value());
+    auto built = BuildPod(job, {ReplicaType::kWorker, 1}, {});
+    ASSERT_TRUE(built.ok());
+    EXPECT_EQ(EnvEntry(built->pod["spec"]["containers"][0], kEnvTfCluster).second, -1);
+  }
+}
+
+TEST(TfConfigFromConfigMap, EveryReplicaSeesTheInlineTfConfigByteForByte) {
+  json obj = testing::QuickstartObject();
+  const json tmpl = obj["spec"]["replicaSpecs"]["Worker"]["template"];
+  obj["spec"]["replicaSpecs"]["PS"] = {{"replicas", 2}, {"template", tmpl}};
+  obj["spec"]["replicaSpecs"]["Evaluator"] = {{"replicas", 1}, {"template", tmpl}};
+  // A second container: each one gets its own TF_CONFIG.
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"].push_back(
+      {{"name", "sidecar"}, {"image", "busybox"}});
+  const DistributedJob inline_job = Decode(obj);
+  const DistributedJob job = Decode(WithTfConfigAnnotation(obj, "ConfigMap"));
+  BuildOptions opts;
+  opts.cluster_domain = "cluster.local";
+  auto map = BuildTfClusterConfigMap(job, opts);
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  ASSERT_TRUE(map->has_value());
+  const json& cm = **map;
+  int pods = 0;
+  for (const auto& [type, spec] : job.replica_specs) {
+    for (int i = 0; i < spec.replicas; ++i, ++pods) {
+      auto inline_pod = BuildPod(inline_job, {type, i}, opts);
+      auto pod = BuildPod(job, {type, i}, opts);
+      ASSERT_TRUE(inline_pod.ok() && pod.ok());
+      const json& containers = pod->pod["spec"]["containers"];
+      for (size_t c = 0; c < containers.size(); ++c) {
+        const std::string want = EnvValue(inline_pod->pod["spec"]["containers"][c], "TF_CONFIG");
+        EXPECT_EQ(ExpandedTfConfig(containers[c], cm), want)
+            << ReplicaTypeName(type) << " " << i << " container " << c;
+        const auto [tf, tf_at] = EnvEntry(containers[c], "TF_CONFIG");
+        const auto [cluster, cluster_at] = EnvEntry(containers[c], kEnvTfCluster);
+        // Named, not held: the value is the task's part alone.
+        EXPECT_EQ(tf["value"].get<std::string>().find("quickstart-worker-1."), std::string::npos);
+        EXPECT_EQ(cluster_at, tf_at - 1);  // the kubelet expands only what comes before
+        EXPECT_FALSE(cluster.contains("value"));
+        EXPECT_EQ(cluster["valueFrom"]["configMapKeyRef"],
+                  json({{"name", cm["metadata"]["name"]}, {"key", "cluster"}}));
+      }
+    }
+  }
+  EXPECT_EQ(pods, 6);
+}
+
+TEST(TfConfigFromConfigMap, TheConfigMapIsImmutableOwnedAndNamedByItsCluster) {
+  const DistributedJob job = Decode(BigJob(2));
+  auto map = BuildTfClusterConfigMap(job, {});
+  ASSERT_TRUE(map.ok() && map->has_value());
+  const json& cm = **map;
+  EXPECT_EQ(cm["apiVersion"], "v1");
+  EXPECT_EQ(cm["kind"], "ConfigMap");
+  EXPECT_EQ(cm["immutable"], true);
+  EXPECT_EQ(cm["metadata"]["namespace"], "team-a");
+  EXPECT_EQ(cm["metadata"]["labels"]["ringmaster.io/job-name"], "quickstart");
+  EXPECT_TRUE(ControlledBy(cm, "uid-1234"));
+  EXPECT_EQ(
+      cm["data"]["cluster"],
+      R"({"chief":["quickstart-chief-0.quickstart.team-a.svc:2222"],)"
+      R"("worker":["quickstart-worker-0.quickstart.team-a.svc:2222","quickstart-worker-1.quickstart.team-a.svc:2222"]})");
+  const std::string name = cm["metadata"]["name"];
+  EXPECT_EQ(name.rfind("quickstart-tf-cluster-", 0), 0u);
+  EXPECT_EQ(name.size(), std::string("quickstart-tf-cluster-").size() + 10);
+  // The same cluster, the same name (a reconcile finds its own); the job
+  // scaled, a new one (pods created after read the new cluster).
+  EXPECT_EQ((**BuildTfClusterConfigMap(Decode(BigJob(2)), {}))["metadata"]["name"], name);
+  EXPECT_NE((**BuildTfClusterConfigMap(Decode(BigJob(3)), {}))["metadata"]["name"], name);
+}
+
+TEST(TfConfigFromConfigMap, APodsSizeDoesNotGrowWithTheJob) {
+  // Inline, a pod holds every address; from the ConfigMap, none: worker 1's
+  // pod is the same size in a job of 4 workers and of 1,000.
+  auto size = [](const json& obj) {
+    auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 1}, {});
+    EXPECT_TRUE(built.ok());
+    return built->pod.dump().size();
+  };
+  EXPECT_EQ(size(BigJob(4)), size(BigJob(1000)));
+  json inline_small = BigJob(4), inline_big = BigJob(1000);
+  inline_small["metadata"]["annotations"].erase(kTfConfigAnnotation);
+  inline_big["metadata"]["annotations"].erase(kTfConfigAnnotation);
+  EXPECT_GT(size(inline_big), size(inline_small) + 999 * 40);
+}
+
+TEST(TfConfigFromConfigMap, AContainersOwnTfConfigIsKeptAndNamesNoConfigMap) {
+  json obj = BigJob(2);
+  obj["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = {
+      {{"name", "TF_CONFIG"}, {"value", "{\"mine\":1}"}}};
+  auto built = BuildPod(Decode(obj), {ReplicaType::kWorker, 0}, {});
+  ASSERT_TRUE(built.ok());
+  const json& c = built->pod["spec"]["containers"][0];
+  EXPECT_EQ(EnvValue(c, "TF_CONFIG"), "{\"mine\":1}");
+  EXPECT_EQ(EnvEntry(c, kEnvTfCluster).second, -1);
+}
+
+TEST(TfConfigFromConfigMap, AnotherValueIsInvalidArgumentNamingTheAnnotation) {
+  const DistributedJob job = Decode(WithTfConfigAnnotation(testing::QuickstartObject(), "configmap"));
+  for (const Status& st : {JobTfConfigSource(job).status(), BuildTfClusterConfigMap(job, {}).status(),
+                           BuildPod(job, {ReplicaType::kWorker, 0}, {}).status()}) {
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("ringmaster.io/tf-config"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("\"configmap\""), std::string::npos) << st.message();
+  }
+}
+
+TEST(TfConfigFromConfigMap, NamingTheClusterEscapesEveryOtherDollar) {
+  const std::string cluster = R"({"worker":["a$(X)b:1"]})";
+  const std::string tf = R"({"cluster":)" + cluster + R"(,"task":{"type":"w$(X)$$","index":0}})";
+  auto named = TfConfigNamingCluster(tf, cluster);
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(*named, R"({"cluster":$(RINGMASTER_TF_CLUSTER),"task":{"type":"w$$(X)$$$$","index":0}})");
+  auto expanded = ExpandKubeVars(*named, [&](std::string_view n) -> std::optional<std::string> {
+    if (n == "RINGMASTER_TF_CLUSTER") return cluster;
+    return "unexpected";
+  });
+  EXPECT_EQ(expanded, tf);
+  // Not where TF_CONFIG holds it: no reference, the whole value is used.
+  EXPECT_FALSE(TfConfigNamingCluster(tf, R"({"worker":[]})").has_value());
+  EXPECT_FALSE(TfConfigNamingCluster(R"({"task":{}})", cluster).has_value());
 }
 
 }  // namespace

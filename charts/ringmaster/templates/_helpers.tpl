@@ -81,6 +81,12 @@ never replaced; the garbage collector deletes it with its job). */}}
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["create", "get"]
+{{- /* The TF_CONFIG cluster's ConfigMap (ringmaster.io/tf-config: ConfigMap):
+created before the pods, read back only on AlreadyExists; immutable, deleted
+with its job by the garbage collector. */}}
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["create", "get"]
 {{- /* Kubernetes' gang scheduling (--gang-scheduling auto, where the API server
 serves scheduling.k8s.io's Workload API): a job's Workload and PodGroup,
 created before its pods and read back only on AlreadyExists, as the key. */}}
