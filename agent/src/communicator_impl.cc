@@ -15,6 +15,8 @@
 #include "group/resume.h"
 #include "group/terminate.h"
 #include "group/timeline.h"
+#include "transport/data_acceptor.h"
+#include "transport/data_dial.h"
 #include "transport/net.h"
 #include "transport/tcp_transport.h"
 
@@ -150,6 +152,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   mc.min_size = settings_.min_size;
   mc.process_id = process_id_;
   mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
+  mc.first_use = true;                  // data channels: when an algorithm first needs the peer
   mc.timeout_s = settings_.formation_timeout_seconds;
   mc.deadline = until;
   mc.key = &key_;
@@ -193,6 +196,15 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   std::vector<int> control(size_, -1);
   for (int p = 0; p < size_; ++p) std::swap(control[p], mesh->conns[p][0]);
   auto group = std::make_shared<Group>(std::move(gc), std::move(control));
+  // The data connections formation did not make open when first needed
+  // (docs/agent.md, "Connections at scale"): the higher rank dials, our
+  // acceptor takes the others'.
+  std::shared_ptr<DataAcceptor> acceptor;
+  if (mesh->listen_fd >= 0) {
+    acceptor = std::make_shared<DataAcceptor>(
+        mesh->listen_fd, MeshView{&key_, incarnation_, rank_, size_, mc.channels}, &refusals_, mesh->conns);
+    mesh->listen_fd = -1;
+  }
   // The transport over data channel `channel` of every pair.
   auto transport_on = [&](int channel) {
     std::vector<int> fds(size_, -1);
@@ -201,6 +213,17 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
     hooks.peer_name = [names = names_](int r) { return names[r]; };
     hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
     hooks.abort_fd = group->abort_fd();
+    if (acceptor) {
+      auto& fu = hooks.first_use;
+      fu.dial = [acceptor, channel, rank = rank_.load(), names = names_, hosts = mesh->data_hosts,
+                 ports = mesh->data_ports](int p, Deadline deadline) {
+        return DialPeer(acceptor->view(), DialTarget{hosts[p], ports[p], p, names[p], names[rank]}, channel,
+                        deadline);
+      };
+      fu.take = [acceptor, channel](int p) { return acceptor->Take(p, channel); };
+      fu.ready_fd = acceptor->ready_fd(channel);
+      fu.drain = [acceptor, channel] { acceptor->Drain(channel); };
+    }
     return std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks));
   };
   std::vector<std::unique_ptr<Transport>> transports;
@@ -234,6 +257,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
     std::lock_guard<std::mutex> lock(mu_);
     executor_ = std::move(executor);
     set_executor_ = std::move(set_executor);
+    acceptor_ = std::move(acceptor);
   }
   bootstrap_->Publish(incarnation_, OkStatus());
   return OkStatus();
@@ -259,16 +283,19 @@ Status CommunicatorImpl::NotFormed() const {
 
 void CommunicatorImpl::Stop(bool destroyed) {
   std::shared_ptr<Executor> ex, set_ex;
+  std::shared_ptr<DataAcceptor> acceptor;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ex = std::move(executor_);
     set_ex = std::move(set_executor_);
+    acceptor = std::move(acceptor_);
   }
   if (!ex) return;
   // Queued collectives fail fast; running ones are woken by the abort fd.
   ex->group()->Stopping(destroyed);
   ex->Stop();
   if (set_ex) set_ex->Stop();
+  if (acceptor) acceptor->Stop();  // its thread logs refusals in ours, which the transports may outlive
   ex->group()->Close(/*goodbye=*/destroyed);
 }
 

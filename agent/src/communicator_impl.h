@@ -23,6 +23,7 @@ namespace ringmaster::internal {
 
 class Timeline;
 class GpuBackend;
+class DataAcceptor;
 
 // How a communicator forms its group (bootstrap/): the exchange of the
 // table and the data mesh built from it. Empty, the agent's: its gRPC
@@ -137,6 +138,8 @@ class CommunicatorImpl {
   // group's), its own flight recorder.
   std::shared_ptr<Executor> set_executor_;
   std::shared_ptr<FlightRecorder> set_recorder_;  // the set executor's, across formations
+  // The formation's acceptor of data connections opened at first use.
+  std::shared_ptr<DataAcceptor> acceptor_;
   std::mutex timeline_mu_;
   std::shared_ptr<Timeline> timeline_;
   CommunicatorImpl* parent_ = nullptr;  // a process set's; null for the group

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -358,22 +359,43 @@ TEST(AuthGroup, ARogueJoinTakesNoSlotAndAStrangerCannotReachTheDataPlane) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   ASSERT_TRUE(g[0]);
   g[1] = std::move(*w);
-  // During an all-reduce a stranger looks for any port this process listens
-  // on besides the agents' control ports: the data listeners close once the
-  // group is formed, so there is nothing to connect to.
+  // During all-reduces a stranger tries every port this process listens on
+  // besides the agents' control ports: the data listeners stay open for
+  // connections made at first use, and take nothing but a member's
+  // authenticated handshake. A hello that is not one is closed unanswered.
   std::set<int> control(settings[0].control_ports.begin(), settings[0].control_ports.end());
   std::atomic<bool> stop{false};
-  std::atomic<int> found{0};
+  std::atomic<int> tried{0}, answered{0};
   std::thread stranger([&] {
     while (!stop) {
-      found += static_cast<int>(OwnListeningPorts(control).size());
+      for (int port : OwnListeningPorts(control)) {
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(port));
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        timeval tv{5, 0};  // the acceptor closes a bad hello at once; this only bounds a broken one
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+          ++tried;
+          char hello[sizeof(internal::Hello)];
+          std::memset(hello, 'x', sizeof hello);
+          char reply[64];
+          if (::send(fd, hello, sizeof hello, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof hello) &&
+              ::recv(fd, reply, sizeof reply, 0) != 0)
+            ++answered;
+        }
+        ::close(fd);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   });
   for (int i = 0; i < 20; ++i) ExpectExactSum(g);
   stop = true;
   stranger.join();
-  EXPECT_EQ(found.load(), 0) << "a data port was open during the all-reduce";
+  EXPECT_GT(tried.load(), 0) << "the data listeners serve connections made at first use";
+  EXPECT_EQ(answered.load(), 0) << "a stranger's hello was answered";
+  ExpectExactSum(g);
 }
 
 size_t RssKiB() {

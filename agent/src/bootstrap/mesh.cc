@@ -12,6 +12,7 @@
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
 #include "clock.h"
+#include "transport/data_dial.h"
 #include "transport/fd_budget.h"
 #include "transport/handshake.h"
 #include "transport/net.h"
@@ -69,16 +70,7 @@ StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& 
   if (!fd.ok())
     return UnavailableError("group formation: cannot reach " + peer + ": " + fd.status().message());
   int sock = *fd;
-  const Hello hello = MakeHello(view, p, ch, FreshNonce());
-  Challenge challenge{};
-  Proof proof{};
-  Ack ack{};
-  Status st = WriteAll(sock, &hello, sizeof hello, deadline);
-  if (st.ok()) st = ReadAll(sock, &challenge, sizeof challenge, deadline);
-  if (st.ok()) st = CheckChallenge(view, hello, challenge, peer, &proof);
-  if (st.ok()) st = WriteAll(sock, &proof, sizeof proof, deadline);
-  if (st.ok()) st = ReadAll(sock, &ack, sizeof ack, deadline);
-  if (st.ok() && (ack.magic != kAckMagic || ack.code != 0)) st = UnauthenticatedError("");
+  Status st = ConnectorHandshake(sock, view, p, ch, peer, deadline);
   if (!st.ok()) {
     CloseFd(sock);
     if (st.code() == StatusCode::kUnauthenticated && st.message().empty()) {
@@ -121,8 +113,9 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
                    MeshLedger& ledger, Bootstrap& bootstrap) {
   const int rank = c.rank, size = static_cast<int>(c.names.size()), channels = c.channels;
   const MeshView view{c.key, table.incarnation, rank, size, channels};
+  const int awaited = c.first_use ? 1 : channels;  // the control channel only, or all
   for (int p = 0; p < rank; ++p) {
-    for (int ch = 0; ch < channels; ++ch) {
+    for (int ch = 0; ch < awaited; ++ch) {
       auto fd = ConnectTo(c, view, table, p, ch, deadline, ledger.conns());
       if (!fd.ok()) return fd.status();
       ledger.Connected(p, ch, *fd);
@@ -276,9 +269,10 @@ StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline dea
     // where our Join was answered), not its name, which lags a replaced pod.
     g.hosts.push_back(m.data_host.empty() ? c.hosts[m.rank] : m.data_host);
   }
-  MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels);
+  MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels, c.first_use ? 1 : -1);
   Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger, bootstrap);
-  CloseFd(listen_fd);
+  // With data channels on first use, the listener serves them from now on.
+  if (!st.ok() || !c.first_use) CloseFd(listen_fd);
   auto& conns = ledger.conns();
   if (!st.ok()) {
     for (auto& v : conns)
@@ -291,6 +285,11 @@ StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline dea
     for (int fd : v)
       if (fd >= 0) TuneDataSocket(fd);
   mesh.conns = std::move(conns);
+  if (c.first_use) {
+    mesh.listen_fd = listen_fd;
+    mesh.data_hosts = g.hosts;
+    for (const auto& m : table->members) mesh.data_ports.push_back(m.data_port);
+  }
   return mesh;
 }
 

@@ -21,6 +21,10 @@ struct MeshConfig {
   std::vector<std::string> names, hosts;  // per member, rank order
   uint64_t process_id = 0;
   int channels = 1;  // connections per pair: 0 control, 1.. data
+  // Data channels on first use: formation connects the control channel (0)
+  // only, and hands its data listener over (Mesh::listen_fd) for the data
+  // connections opened later (transport/data_acceptor.h, data_dial.h).
+  bool first_use = false;
   double timeout_s = 300;
   std::optional<Deadline> deadline;  // else timeout_s from the call (a caller that retries keeps one)
   int min_size = 0;                  // elastic size (formation_state.h); 0: every member
@@ -34,6 +38,11 @@ struct Mesh {
   std::vector<int> members;
   int rank = 0;                         // ours in the group formed
   std::vector<std::vector<int>> conns;  // [peer in the group][channel]; -1 for ourselves
+  // MeshConfig::first_use: the data listener (ours to close) and where each
+  // member's is, per member of the group; else -1 and empty.
+  int listen_fd = -1;
+  std::vector<std::string> data_hosts;
+  std::vector<int> data_ports;
 };
 // Gets the table through `bootstrap` and connects the mesh, all within the
 // formation timeout. A round that a member leaves meanwhile (it died, or

@@ -2,7 +2,9 @@
 // (mesh.cc): the higher rank connects, so this member waits for one
 // connection per higher rank and channel; a second one for the same member
 // and channel is refused; at the deadline the members whose connections
-// never came are named. Pure: connections are plain fds, never touched here.
+// never came are named. Formation awaits the first `awaited` channels only
+// (the others open when first needed, and one that comes early is kept). Pure: connections are plain fds,
+// never touched here.
 #pragma once
 
 #include <optional>
@@ -15,7 +17,8 @@ namespace ringmaster::internal {
 
 class MeshLedger {
  public:
-  MeshLedger(int rank, int size, int channels);
+  // awaited < 0: every channel.
+  MeshLedger(int rank, int size, int channels, int awaited = -1);
 
   // A handshake from `from` on `channel` succeeded: nullopt to keep it, else
   // why it is refused.
@@ -33,6 +36,7 @@ class MeshLedger {
 
  private:
   int rank_;
+  int awaited_;
   int expected_;
   std::vector<std::vector<int>> conns_;
 };

@@ -27,6 +27,38 @@ void TcpTransport::CloseAll() {
   for (int& fd : fds_) CloseFd(fd);
 }
 
+int TcpTransport::connected() const {
+  int n = 0;
+  for (int fd : fds_) n += fd >= 0;
+  return n;
+}
+
+Status TcpTransport::ConnectNeeded(bool* awaiting) {
+  *awaiting = false;
+  const FirstUse& fu = hooks_.first_use;
+  if (!fu.dial) return OkStatus();
+  bool drained = false;
+  for (int p = 0; p < size_; ++p) {
+    if (fds_[p] >= 0 || p == rank_ || (sendq_[p].empty() && recvq_[p].empty())) continue;
+    if (p < rank_) {
+      auto fd = fu.dial(p, deadline_);
+      if (!fd.ok()) {
+        Status aborted = hooks_.abort_status();
+        return aborted.ok() ? fd.status() : aborted;  // the first cause wins
+      }
+      fds_[p] = *fd;
+      continue;
+    }
+    if (!drained) {
+      fu.drain();
+      drained = true;
+    }
+    fds_[p] = fu.take(p);
+    if (fds_[p] < 0) *awaiting = true;
+  }
+  return OkStatus();
+}
+
 void TcpTransport::Begin(uint64_t seq, Deadline deadline) {
   seq_ = seq;
   deadline_ = deadline;
@@ -78,6 +110,7 @@ msghdr TcpTransport::Remaining(Req& r, iovec iov[2]) {
 Status TcpTransport::Progress(bool* moved) {
   constexpr size_t kHdr = sizeof(WireHeader);
   for (int p = 0; p < size_; ++p) {
+    if (fds_[p] < 0 && hooks_.first_use.dial) continue;  // not connected yet (ConnectNeeded)
     auto& sq = sendq_[p];
     while (!sq.empty()) {
       Req& r = reqs_[sq.front()];
@@ -154,7 +187,8 @@ Status TcpTransport::WaitUntil(const std::function<bool()>& done) {
   auto spin_until = Clock::now() + kSpinBeforePoll;
   while (true) {
     RM_RETURN_IF_ERROR(hooks_.abort_status());
-    bool moved = false;
+    bool moved = false, awaiting = false;
+    RM_RETURN_IF_ERROR(ConnectNeeded(&awaiting));
     RM_RETURN_IF_ERROR(Progress(&moved));
     if (done()) return OkStatus();
     if (moved) {
@@ -170,8 +204,9 @@ Status TcpTransport::WaitUntil(const std::function<bool()>& done) {
       short ev = 0;
       if (!sendq_[p].empty()) ev |= POLLOUT;
       if (!recvq_[p].empty()) ev |= POLLIN;
-      if (ev) pfds.push_back({fds_[p], ev, 0});
+      if (ev && fds_[p] >= 0) pfds.push_back({fds_[p], ev, 0});
     }
+    if (awaiting) pfds.push_back({hooks_.first_use.ready_fd, POLLIN, 0});
     if (hooks_.abort_fd >= 0) pfds.push_back({hooks_.abort_fd, POLLIN, 0});
     int timeout = PollTimeoutMs(deadline_);
     if (timeout == 0) return DeadlineExceededError(WireSeqName(seq_) + " timed out");

@@ -38,10 +38,22 @@ static_assert(sizeof(WireHeader) == 24);
 
 class TcpTransport : public Transport {
  public:
+  // Connections opened the first time a request names a peer with none
+  // (-1 in `fds`); the higher rank connects, as in formation.
+  struct FirstUse {
+    // To a lower rank: connect and authenticate, bounded (data_dial.h); an
+    // error names the peer.
+    std::function<StatusOr<int>(int peer, Deadline deadline)> dial;
+    // From a higher rank: its connection once it came, else -1.
+    std::function<int(int peer)> take;
+    int ready_fd = -1;            // readable when `take` may have one more
+    std::function<void()> drain;  // reads ready_fd empty, before looking again
+  };
   struct Hooks {
     std::function<std::string(int)> peer_name;  // rank -> "/job:worker/task:1"
     std::function<Status()> abort_status;       // OK unless the group was aborted
     int abort_fd = -1;                          // readable once aborted
+    FirstUse first_use;                         // empty: `fds` are all there are
   };
   TcpTransport(int rank, int size, std::vector<int> fds, Hooks hooks);
   ~TcpTransport() override;
@@ -56,6 +68,8 @@ class TcpTransport : public Transport {
   Status WaitAll() override;
   uint64_t HeardFrom() const override { return heard_; }
   void CloseAll();
+  // Peers this transport holds a connection to (tests, the benchmarks).
+  int connected() const;
 
  private:
   struct Req {
@@ -70,6 +84,9 @@ class TcpTransport : public Transport {
   };
   static msghdr Remaining(Req& r, iovec iov[2]);
   Status Progress(bool* moved);
+  // Opens what the posted requests need (FirstUse); *awaiting: a higher
+  // rank's connection is still to come.
+  Status ConnectNeeded(bool* awaiting);
   Status PeerError(int peer, int err);  // err 0: the peer closed
   Status WaitUntil(const std::function<bool()>& done);
 
