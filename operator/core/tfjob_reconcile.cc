@@ -112,6 +112,28 @@ std::vector<JobEvent> TfJobEvents(const TfJob& tfjob, std::vector<JobEvent> even
   return events;
 }
 
+// training-operator's ExitedWithCode ("Pod: ns.name exited with code N"),
+// a Normal event for a pod whose container ended. training-operator writes
+// it on every reconcile that sees the ended pod; here it is written once,
+// when the exit is acted on: the pod is restarted, or the job finishes with
+// it (both happen once per exit).
+void AddExitEvents(const json& obj, const TfJob& tfjob, const std::vector<ReplicaObservation>& observed,
+                   const Decision& d, const JobStatus& old_status, std::vector<JobEvent>& events) {
+  std::set<ReplicaKey> restarted;
+  for (const Action& a : d.actions) {
+    if (a.kind == ActionKind::kRestart) restarted.insert(a.key);
+  }
+  const bool finishing = !old_status.Finished() && d.status.Finished();
+  const std::string ns = MetadataString(obj, "namespace");
+  for (const ReplicaObservation& o : observed) {
+    const bool ended = o.phase == ReplicaPhase::kSucceeded || o.phase == ReplicaPhase::kFailed;
+    if (!ended || !(finishing || restarted.count(o.key))) continue;
+    events.push_back({false, "ExitedWithCode",
+                      "Pod: " + ns + "." + TfJobReplicaName(tfjob, o.key.type, o.key.index) +
+                          " exited with code " + std::to_string(o.exit_code)});
+  }
+}
+
 }  // namespace
 
 Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector<json>& services,
@@ -231,6 +253,7 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
     }
   }
   plan.events = TfJobEvents(tfjob, d.events);
+  AddExitEvents(obj, tfjob, observed, d, old_status, plan.events);
   plan.events.insert(plan.events.end(), build_events.begin(), build_events.end());
 
   std::vector<ApiAction> patches = KueuePatches(ours, d.status.Finished());
