@@ -81,6 +81,16 @@ curl --version | grep -q HTTP2 || { echo "run.sh: this curl has no HTTP/2" >&2; 
 eval "$("$TESTBED" env)"
 RUN_DIR=${RINGMASTER_TESTBED_DIR:-${RINGMASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmaster}/testbed-run}
 k() { kubectl --request-timeout=60s "$@"; }
+# established CRD: waits until it is; kubectl wait fails at once on a CRD
+# that has no conditions yet, so it is retried.
+established() {
+  local _
+  for _ in $(seq 60); do
+    k wait --for=condition=Established --timeout=5s "$1" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  k wait --for=condition=Established --timeout=5s "$1" >/dev/null
+}
 has_run() { [[ " $RUNS " == *" $1 "* ]]; }
 
 # Ringmaster's QPS and burst: the environment's, else the operator's defaults.
@@ -334,7 +344,7 @@ status:
 YAML
 done | k apply -f - >/dev/null
 k apply -f "$ROOT/manifests/00-crd.yaml" >/dev/null
-k wait --for=condition=Established --timeout=60s crd/distributedjobs.ringmaster.io >/dev/null
+established crd/distributedjobs.ringmaster.io
 end=$(( SECONDS + 120 ))
 until [ "$(k get nodes -l ringmaster-bench=1 -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -cx True)" -ge "$EXTRA_NODES" ]; do
   [ "$SECONDS" -lt "$end" ] || { echo "run.sh: the $EXTRA_NODES kwok nodes are not Ready after 120s" >&2; exit 1; }
@@ -371,7 +381,7 @@ for JOBS_N in $SCALES; do
         if [ -n "${KF_UP:-}" ]; then "$TESTBED" peer-kubeflow down >&2; KF_UP=; fi
         if ! k get crd tfjobs.kubeflow.org >/dev/null 2>&1; then
           k create -f "$ROOT/charts/ringmaster/crds/tfjobs.kubeflow.org.yaml" >/dev/null
-          k wait --for=condition=Established --timeout=60s crd/tfjobs.kubeflow.org >/dev/null
+          established crd/tfjobs.kubeflow.org
         fi
         "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$ns" --leader-elect=false --metrics-address 0 --tfjob \
           >"$WORK/ringmaster-tfjob.log" 2>&1 &
