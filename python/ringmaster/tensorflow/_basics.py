@@ -76,16 +76,33 @@ def check_num_rank_power_of_2(num_rank: int) -> bool:
 _NOT_INITIALIZED = "Ringmaster has not been initialized; use ringmaster.tensorflow.init()."
 
 
+def _form_group() -> "ringmaster.Communicator":
+    """ringmaster.init(); without TF_CONFIG (a script run directly, not by a
+    job), a group of this process alone, as Horovod's init() gives a size of
+    1 without a launcher. TF_CONFIG is set only while the group forms (a
+    group of one opens no port), so TensorFlow never sees it."""
+    if os.environ.get("TF_CONFIG") or ringmaster.default_communicator() is not None:
+        return ringmaster.init()
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["127.0.0.1:1"]},
+                                          "task": {"type": "worker", "index": 0}})
+    try:
+        return ringmaster.init()
+    finally:
+        os.environ.pop("TF_CONFIG", None)
+
+
 def init(comm: Any = None, process_sets: Optional[Sequence["ProcessSet"]] = None) -> "ringmaster.Communicator":
     """Forms the collective group from TF_CONFIG and RINGMASTER_* (once; later
-    calls return the same group). ``comm`` (an MPI communicator in Horovod)
-    is not supported: the group is the job's. ``process_sets``: process sets
-    to add now (every rank passes the same list); as in Horovod, a set with
-    the same ranks as one already added gets that one's id."""
+    calls return the same group); without TF_CONFIG, a group of this process
+    alone (size 1, as Horovod without a launcher). ``comm`` (an MPI
+    communicator in Horovod) is not supported: the group is the job's.
+    ``process_sets``: process sets to add now (every rank passes the same
+    list); as in Horovod, a set with the same ranks as one already added
+    gets that one's id."""
     if comm is not None:
         raise NotImplementedError("init(comm=...): Ringmaster forms its group from TF_CONFIG, not from an MPI "
                                   "communicator")
-    c = ringmaster.init()
+    c = _form_group()
     global_process_set._bind(list(range(int(c.size))))
     for ps in process_sets or ():
         if not isinstance(ps, ProcessSet):

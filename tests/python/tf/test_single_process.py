@@ -95,3 +95,38 @@ def test_single_process_api(op_library):
     assert out["algo_bad"].startswith("algorithm: unknown algorithm 'tree'"), out
     assert "bytes_per_pack=4096" in out["options"] and "timeout_seconds=30.0" in out["options"] \
         and "RING" in out["options"], out["options"]
+
+
+LAUNCHERLESS = textwrap.dedent('''
+    import json, os
+    import tensorflow as tf
+    import ringmaster.tensorflow as hvd
+    hvd.init()
+    def is_socket(fd):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except FileNotFoundError:  # listdir's own descriptor, closed since
+            return False
+    sockets = [f for f in os.listdir("/proc/self/fd") if is_socket(f)]
+    out = {"ranks": [hvd.rank(), hvd.size(), hvd.local_rank(), hvd.local_size(), hvd.cross_size()],
+           "sum": hvd.allreduce(tf.constant([1.0, 2.0]), op=hvd.Sum).numpy().tolist(),
+           "tf_config": os.environ.get("TF_CONFIG"), "sockets": len(sockets)}
+    hvd.init()  # again: the same group
+    out["again"] = hvd.size()
+    print(json.dumps(out))
+''')
+
+
+def test_init_without_a_launcher_is_a_group_of_one(op_library):
+    """Horovod's init() run without a launcher (python train.py) gives a
+    group of one; so does ours without TF_CONFIG, and leaves no TF_CONFIG
+    behind for TensorFlow to read."""
+    p = subprocess.run([sys.executable, "-c", LAUNCHERLESS], env=base_env(), capture_output=True, text=True,
+                       timeout=180)
+    assert p.returncode == 0, p.stderr[-4000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["ranks"] == [0, 1, 0, 1, 1], out
+    assert out["sum"] == [1.0, 2.0], out
+    assert out["tf_config"] is None, out
+    assert out["sockets"] == 0, out
+    assert out["again"] == 1, out
