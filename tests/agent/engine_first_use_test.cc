@@ -231,6 +231,25 @@ TEST(FirstUse, APeerUnreachableAtFirstUseFailsTheCollectiveNamingIt) {
   EXPECT_EQ(t.connected(), 0);
 }
 
+TEST(FirstUse, ConnectingPastTheCollectivesDeadlineIsItsTimeoutForTheDiagnosis) {
+  auto hooks = TestHooks(-1, [] { return OkStatus(); });
+  hooks.first_use.dial = [](int, internal::Deadline) -> StatusOr<int> {
+    return UnavailableError("/job:worker/task:0 is unreachable from /job:worker/task:1: it did not answer");
+  };
+  hooks.first_use.take = [](int) { return -1; };
+  hooks.first_use.drain = [] {};
+  internal::TcpTransport t(1, 2, {-1, -1}, hooks);
+  t.Begin(3, internal::Clock::now());  // its deadline has passed
+  char b[4] = {};
+  Status st = t.Wait(t.Isend(0, 7, b, sizeof b));
+  EXPECT_EQ(st.ToString(), "DeadlineExceeded: collective #3 timed out");
+  // Within its time, the dial's own error names the peer.
+  t.Begin(4, internal::NoDeadline());
+  st = t.Wait(t.Isend(0, 7, b, sizeof b));
+  EXPECT_EQ(st.ToString(),
+            "Unavailable: /job:worker/task:0 is unreachable from /job:worker/task:1: it did not answer");
+}
+
 TEST(FirstUse, AMemberAwaitingAConnectionWakesOnTheGroupsAbort) {
   const int abort_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   const int ready_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -51,6 +51,9 @@ StatusOr<int> DialPeer(const MeshView& view, const DialTarget& t, int channel, D
     if (st.code() == StatusCode::kUnauthenticated && st.message().empty())
       return lost("it refused our data connection on channel " + std::to_string(channel));
     if (st.code() == StatusCode::kUnauthenticated) return st;
+    if (st.code() == StatusCode::kDeadlineExceeded)  // its acceptor thread did not run
+      return lost(
+          "it did not answer our data connection's handshake in time (the process is stopped or starved)");
     if (st.code() != StatusCode::kUnavailable || Clock::now() >= until)
       return lost("no data connection to it: " + st.message());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // closed mid-handshake: once more

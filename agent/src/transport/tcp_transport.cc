@@ -44,7 +44,11 @@ Status TcpTransport::ConnectNeeded(bool* awaiting) {
       auto fd = fu.dial(p, deadline_);
       if (!fd.ok()) {
         Status aborted = hooks_.abort_status();
-        return aborted.ok() ? fd.status() : aborted;  // the first cause wins
+        if (!aborted.ok()) return aborted;  // the first cause wins
+        // The collective's time ran out while connecting: a timeout like
+        // any wait's, which the executor diagnoses (who never entered).
+        if (Clock::now() >= deadline_) return DeadlineExceededError(WireSeqName(seq_) + " timed out");
+        return fd.status();
       }
       fds_[p] = *fd;
       continue;
