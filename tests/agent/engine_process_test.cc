@@ -183,6 +183,41 @@ TEST(WorkerProcess, SigkilledMemberMakesSurvivorsReportUnavailableWithinFiveSeco
   }
 }
 
+// The drills at eight members, where the link probe leaves most pairs
+// without a data connection (they open on first use): every survivor still
+// reports a SIGKILL naming the victim, and a stall is named by every member
+// that waited.
+TEST(WorkerProcess, AtEightEverySurvivorNamesASigkilledMember) {
+  std::vector<std::string> a = {"--model", "20x20000", "--steps", "4", "--quiet"};
+  std::vector<std::vector<std::string>> args(8, a);
+  args[5].insert(args[5].end(), {"--crash-at-step", "1"});
+  auto ps = RunGroup(8, args, {{"RINGMASTER_RESTART_COUNT", "0"}}, 120, "crash8");
+  EXPECT_EQ(ps[5].status, 128 + SIGKILL) << Slurp(ps[5].log);
+  for (int r = 0; r < 8; ++r) {
+    if (r == 5) continue;
+    std::string out = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << out;
+    EXPECT_NE(out.find(": Unavailable: /job:worker/task:4 is unreachable from /job:"), std::string::npos)
+        << out;
+    EXPECT_LT(ps[r].exited_at - ps[5].exited_at, 5.0) << out;
+  }
+}
+
+TEST(WorkerProcess, AtEightAStallIsNamedByEveryMemberThatWaited) {
+  std::vector<std::string> a = {"--model", "tiny", "--steps", "4", "--quiet"};
+  std::vector<std::vector<std::string>> args(8, a);
+  args[6].insert(args[6].end(), {"--stall-at-step", "2"});
+  auto ps = RunGroup(8, args, {{"RINGMASTER_TIMEOUT_SECONDS", "2"}}, 60, "stall8");
+  for (int r = 0; r < 8; ++r) {
+    std::string out = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << out;
+    if (r == 6) continue;
+    EXPECT_NE(out.find("DeadlineExceeded"), std::string::npos) << out;
+    EXPECT_NE(out.find("/job:worker/task:5 never entered it"), std::string::npos) << out;
+    EXPECT_LT(ps[r].exited_at, 30.0) << out;
+  }
+}
+
 TEST(WorkerProcess, CrashDrillOnlyOnFirstStart) {
   std::vector<std::string> a = {"--model", "tiny", "--steps", "3", "--quiet"};
   std::vector<std::string> crash = a;
