@@ -221,7 +221,7 @@ new_ns() {
 }
 
 # measure NS KIND PLURAL-PATH RUNNING-JSONPATH RUNNING-VALUE PID:
-# sets T_PODS T_RUNNING T_GONE CPU RSS_KIB
+# sets T_PODS T_RUNNING T_PODS_RUNNING T_GONE CPU RSS_KIB
 measure() {
   local ns=$1 kind=$2 path=$3 jp=$4 want=$5 pid=$6 start cpu0 n r t_pods="" t_run="" end
   cpu0=$(cpu_seconds "$pid")
@@ -249,6 +249,11 @@ measure() {
   T_PODS=$t_pods T_RUNNING=$t_run
   CPU=$(echo "$(cpu_seconds "$pid") - $cpu0" | bc)
   RSS_KIB=$(peak_rss_kib "$pid")
+  # A TFJob is Running under training-operator once its chief runs (without
+  # one, a worker); a job of Ringmaster's once every replica runs. Every pod
+  # Running is the same work for both.
+  wait_all_running "$run" "$ns"
+  T_PODS_RUNNING=$(since "$start")
   if [ "$kind" = distributedjobs ]; then  # the bare clients' objects: Ringmaster's
     k -n "$ns" get pods -o json | jq '.items[0]' >"$WORK/pod-template.json"
     k -n "$ns" get services -o json | jq '.items[0]' >"$WORK/service-template.json"
@@ -398,7 +403,7 @@ for JOBS_N in $SCALES; do
         T_PODS=$(since "$start")
         profile_end
         wait_all_running "bare" "$ns"
-        T_RUNNING=$(since "$start")
+        T_RUNNING=$(since "$start") T_PODS_RUNNING=$(since "$start")
         T_GONE=-
         if [[ " $MEASURE_DELETE " == *" bare "* ]]; then
           start=$(now)
@@ -431,7 +436,7 @@ for JOBS_N in $SCALES; do
         profile_end
         P_BUSY=$(echo "$P_BUSY - $gen_busy" | bc)
         wait_all_running "bare-job" "$ns"
-        T_RUNNING=$(echo "$(since "$start") + $t_jobs" | bc)
+        T_RUNNING=$(echo "$(since "$start") + $t_jobs" | bc) T_PODS_RUNNING=$T_RUNNING
         T_GONE=- CPU=- RSS_KIB=-
         ;;
       kubeflow|kubeflow-qps)
@@ -471,10 +476,11 @@ for JOBS_N in $SCALES; do
       *) echo "run.sh: unknown run '$run' in RUNS" >&2; exit 2 ;;
     esac
     R[$run,pods]=$T_PODS R[$run,running]=$T_RUNNING R[$run,gone]=$T_GONE R[$run,cpu]=$CPU
+    R[$run,pods_running]=$T_PODS_RUNNING
     R[$run,api_cpu]=$P_API_CPU R[$run,busy]=$P_BUSY R[$run,writes]=$P_WRITES R[$run,components]=$P_COMPONENTS
     R[$run,rss]=$( [ "$RSS_KIB" = - ] && echo - || echo "scale=1; $RSS_KIB / 1024" | bc )
     [ "$RSS_KIB" = - ] || FIT+="$run $PODS $RSS_KIB"$'\n'
-    echo "run.sh: $run: pods ${T_PODS}s, Running ${T_RUNNING}s, gone ${T_GONE}s, CPU ${CPU}s, peak RSS ${R[$run,rss]} MiB;" \
+    echo "run.sh: $run: pods ${T_PODS}s, Running ${T_RUNNING}s, every pod Running ${T_PODS_RUNNING}s, gone ${T_GONE}s, CPU ${CPU}s, peak RSS ${R[$run,rss]} MiB;" \
       "until all pods: API server CPU ${P_API_CPU}s, machine busy ${P_BUSY}s, API writes $P_WRITES;" \
       "CPU seconds by process: $P_COMPONENTS" >&2
     drop_ns "$ns"; NAMESPACES=${NAMESPACES% "$ns"}
@@ -495,6 +501,7 @@ for JOBS_N in $SCALES; do
   has_run bare && row "creation rate / bare client's" 'ratio "${R[bare,pods]}" "${R[$run,pods]}"'
   has_run bare-job && row "creation rate / bare-job's" 'ratio "${R[bare-job,pods]}" "${R[$run,pods]}"'
   row "time until every job (bare: pod) is Running (s)" 'echo "${R[$run,running]}"'
+  row "time until every pod is Running (s)" 'echo "${R[$run,pods_running]}"'
   row "time until all pods are gone after the delete (s)" 'echo "${R[$run,gone]}"'
   row "operator peak RSS (MiB)" 'echo "${R[$run,rss]}"'
   row "operator CPU until all Running (s)" 'echo "${R[$run,cpu]}"'
