@@ -11,6 +11,7 @@
 #include "collectives/collectives.h"
 #include "collectives/link_model.h"
 #include "gpu/gpu_backend.h"
+#include "group/overlay.h"
 #include "group/process_set.h"
 #include "group/resume.h"
 #include "group/terminate.h"
@@ -190,6 +191,9 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   gc.rank = rank_;
   gc.names = names_;
   gc.heartbeat_timeout_s = settings_.heartbeat_timeout_seconds;
+  // Heartbeats on the control overlay: a silent member is found by its
+  // fingers, whose abort frame tells everyone, naming it.
+  gc.heartbeat_peers = Fingers(rank_, size_);
   gc.recorder = recorder_;
   gc.report.flight_dir = settings_.flight_recorder_dir;
   gc.report.termination_log = settings_.termination_log;

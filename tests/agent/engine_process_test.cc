@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -297,6 +298,52 @@ TEST(WorkerProcess, FrozenMemberIsFoundByHeartbeats) {
     EXPECT_NE(out.find("/job:worker/task:1 is unreachable from /job:"), std::string::npos) << out;
     EXPECT_NE(out.find(": no heartbeat for"), std::string::npos) << out;
   }
+}
+
+// At eight members heartbeats go over the control overlay: the frozen
+// member 3 is watched by its fingers (1, 2, 4, 5, 7) only, and members 0 and
+// 6 learn of it from their abort frame, in the same words, naming it, within
+// a second of the first.
+TEST(WorkerProcess, AtEightAFrozenMemberIsNamedByEverySurvivor) {
+  constexpr int kN = 8, kFrozen = 3;
+  std::string agent_ports;
+  auto addrs = LocalAddresses(kN, &agent_ports);
+  std::vector<Proc> ps;
+  auto start = Clock::now();
+  for (int r = 0; r < kN; ++r) {
+    ps.push_back(Spawn({"--model", "tiny", "--steps", "100000000", "--quiet"},
+                       {{"TF_CONFIG", TfConfig(addrs, r)},
+                        {"RINGMASTER_PORT", agent_ports},
+                        {"RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS", "3"}},
+                       ::testing::TempDir() + "/rm_frozen8_" + std::to_string(::getpid()) + "_" +
+                           std::to_string(r) + ".log"));
+  }
+  for (int r = 0; r < kN; ++r) {
+    auto until = Clock::now() + std::chrono::seconds(60);
+    while (Slurp(ps[r].log).find(" of 8,") == std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::kill(ps[kFrozen].pid, SIGSTOP);
+  std::vector<Proc> others;
+  for (int r = 0; r < kN; ++r)
+    if (r != kFrozen) others.push_back(ps[r]);
+  WaitAll(others, 60, start);
+  ::kill(ps[kFrozen].pid, SIGKILL);
+  std::vector<Proc> frozen{ps[kFrozen]};
+  WaitAll(frozen, 60, start);
+  double first = 1e9, last = 0;
+  for (auto& p : others) {
+    std::string out = Slurp(p.log);
+    EXPECT_EQ(p.status, 1) << out;
+    EXPECT_NE(out.find(": Unavailable: /job:worker/task:2 is unreachable from /job:"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find(": no heartbeat for 3 s"), std::string::npos) << out;
+    first = std::min(first, p.exited_at);
+    last = std::max(last, p.exited_at);
+  }
+  EXPECT_LT(last - first, 1.0) << "the survivors that do not watch it heard of it late";
 }
 
 TEST(WorkerProcess, SigtermReportsAndDiesOfIt) {

@@ -2,7 +2,9 @@
 // testdata/group_state/*.txt, events in, decisions and state out.
 // RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the expected output.
 //
-//   new rank=R members=N heartbeat=S     a formation at t=0 (names: chief, workers)
+//   new rank=R members=N heartbeat=S [watch=P,Q]
+//                                        a formation at t=0 (names: chief, workers);
+//                                        watch: the peers whose heartbeats it expects
 //   heard peer=P t=T                     any bytes from P
 //   tick t=T
 //   paused s=S                           this member itself did not run for S seconds
@@ -21,6 +23,9 @@
 
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "group/group_state.h"
 #include "transcript_util.h"
@@ -58,8 +63,13 @@ class Harness {
   std::string Run(const TranscriptCase& c) {
     if (c.command == "new") {
       members_ = std::stoi(c.Arg("members", "3"));
+      std::vector<int> watched;  // watch=1,3: the overlay's fingers; absent: everyone
+      for (std::stringstream in(c.Arg("watch", "")); in.good();) {
+        std::string p;
+        if (std::getline(in, p, ',') && !p.empty()) watched.push_back(std::stoi(p));
+      }
       g_.emplace(std::stoi(c.Arg("rank", "0")), TranscriptNames(members_),
-                 std::stod(c.Arg("heartbeat", "15")), TranscriptTime(c));
+                 std::stod(c.Arg("heartbeat", "15")), TranscriptTime(c), watched);
       return StateText(*g_, members_);
     }
     if (!g_) {

@@ -21,7 +21,8 @@ namespace ringmaster::internal {
 
 Group::Group(Config config, std::vector<int> control_fds)
     : config_(std::move(config)),
-      state_(config_.rank, config_.names, config_.heartbeat_timeout_s, config_.clock->Now()),
+      state_(config_.rank, config_.names, config_.heartbeat_timeout_s, config_.clock->Now(),
+             config_.heartbeat_peers),
       control_fds_(std::move(control_fds)) {
   if (!config_.recorder) config_.recorder = std::make_shared<FlightRecorder>();
   control_fds_.resize(config_.names.size(), -1);
@@ -264,7 +265,11 @@ void Group::MonitorLoop() {
     last_turn = now;
     if (now >= next_hb) {
       std::lock_guard<std::mutex> lock(mu_);
-      SendLocked(kHeartbeat, 0, nullptr, 0);
+      if (config_.heartbeat_peers.empty()) {
+        SendLocked(kHeartbeat, 0, nullptr, 0);
+      } else {  // only the fingers watch us: N log N heartbeats a period, not N^2
+        for (int p : config_.heartbeat_peers) SendLocked(kHeartbeat, 0, nullptr, 0, p);
+      }
       next_hb = now + hb_period;
     }
     Run([&](GroupState& s) { return s.Tick(now); });

@@ -49,6 +49,9 @@ class Group final : public GroupView {
     int rank = 0;
     std::vector<std::string> names;
     double heartbeat_timeout_s = 15;
+    // Whom heartbeats go to and are expected from: this member's fingers on
+    // the control overlay (overlay.h); empty: every member.
+    std::vector<int> heartbeat_peers;
     std::shared_ptr<FlightRecorder> recorder;
     FailureReport report;
     const EngineClock* clock = &EngineClock::Steady();

@@ -5,14 +5,17 @@
 namespace ringmaster::internal {
 
 GroupState::GroupState(int rank, std::vector<std::string> names, double heartbeat_timeout_s,
-                       Clock::time_point now)
+                       Clock::time_point now, const std::vector<int>& watched)
     : rank_(rank),
       names_(std::move(names)),
       hb_timeout_(
           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(heartbeat_timeout_s))),
       hb_timeout_s_(heartbeat_timeout_s),
       last_seen_(names_.size(), now),
-      gone_(names_.size(), false) {
+      gone_(names_.size(), false),
+      watched_(names_.size(), watched.empty()) {
+  for (int p : watched)
+    if (p >= 0 && p < static_cast<int>(watched_.size())) watched_[p] = true;
   if (rank_ >= 0 && rank_ < static_cast<int>(gone_.size()))
     gone_[rank_] = true;  // no heartbeats from ourselves
 }
@@ -39,7 +42,7 @@ void GroupState::Paused(Clock::duration paused) {
 
 GroupDecision GroupState::Tick(Clock::time_point now) {
   for (size_t p = 0; p < last_seen_.size(); ++p) {
-    if (gone_[p] || now - last_seen_[p] <= hb_timeout_) continue;
+    if (gone_[p] || !watched_[p] || now - last_seen_[p] <= hb_timeout_) continue;
     gone_[p] = true;
     return AbortWith(UnreachableError(names_[p], Self(), HowNoHeartbeat(hb_timeout_s_)), true, true);
   }
@@ -108,13 +111,13 @@ Status GroupState::ForFailedCall(const Status& own) const {
 }
 
 bool GroupState::Watching(int peer) const {
-  return peer >= 0 && peer < static_cast<int>(gone_.size()) && !gone_[peer] && !aborted_;
+  return peer >= 0 && peer < static_cast<int>(gone_.size()) && watched_[peer] && !gone_[peer] && !aborted_;
 }
 
 Clock::time_point GroupState::NextDeadline() const {
   Clock::time_point next = Clock::time_point::max();
   for (size_t p = 0; p < last_seen_.size(); ++p)
-    if (!gone_[p]) next = std::min(next, last_seen_[p] + hb_timeout_);
+    if (!gone_[p] && watched_[p]) next = std::min(next, last_seen_[p] + hb_timeout_);
   return next;
 }
 

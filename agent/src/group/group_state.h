@@ -24,7 +24,10 @@ struct GroupDecision {
 
 class GroupState {
  public:
-  GroupState(int rank, std::vector<std::string> names, double heartbeat_timeout_s, Clock::time_point now);
+  // `watched`: the peers whose heartbeats this member expects (its fingers
+  // on the control overlay, overlay.h); empty: every peer.
+  GroupState(int rank, std::vector<std::string> names, double heartbeat_timeout_s, Clock::time_point now,
+             const std::vector<int>& watched = {});
 
   // The control plane.
   void HeardFrom(int peer, Clock::time_point now);  // any bytes are a heartbeat
@@ -64,7 +67,8 @@ class GroupState {
   Status ForNewCall() const;
   // What a caller whose collective failed gets: the first cause.
   Status ForFailedCall(const Status& own) const;
-  // Whether heartbeats from `peer` are still expected.
+  // Whether heartbeats from `peer` are still expected (never from a peer
+  // that is not watched: its own fingers watch it).
   bool Watching(int peer) const;
   // A reform may begin once this formation is aborted.
   bool MayReform() const { return aborted_; }
@@ -80,7 +84,8 @@ class GroupState {
   Clock::duration hb_timeout_;
   double hb_timeout_s_;
   std::vector<Clock::time_point> last_seen_;
-  std::vector<bool> gone_;  // closed, said goodbye, or declared lost
+  std::vector<bool> gone_;     // closed, said goodbye, or declared lost
+  std::vector<bool> watched_;  // heartbeats expected
   bool aborted_ = false;
   bool peer_reformed_ = false;
   Status cause_;
