@@ -8,7 +8,8 @@
 #   kubeflow              the same as a TFJob, under Kubeflow's
 #                         training-operator (the testbed's pin, v1.9.4), its
 #                         defaults.
-# Measured: the time until every pod exists and until every pod is Running;
+# Measured: the time until every pod exists, until every pod is Running,
+# and until every Service exists too (training-operator's, one per replica);
 # then what the job's objects hold, read from etcd itself (the values of
 # every key under the job's namespace, through etcd's JSON gateway): the
 # bytes stored per kind of object, the bytes etcd has written for them (each
@@ -133,10 +134,12 @@ etcd_bytes() {
   done | awk '{ n[$1]++; b[$1] += $2; w[$1] += $2 * $3 } END { for (r in n) printf "%s %d %d %d\n", r, n[r], b[r], w[r] }' | sort
 }
 
-echo "workers,run,pods_s,running_s,pod_bytes,tfconfig_bytes,configmap_bytes,service_bytes,job_bytes,other_bytes,total_bytes,total_written_bytes,pods_written_bytes"
+echo "workers,run,pods_s,running_s,objects_s,pod_bytes,tfconfig_bytes,configmap_bytes,service_bytes,job_bytes,other_bytes,total_bytes,total_written_bytes,pods_written_bytes"
 for N in $SIZES; do
   for run in $RUNS; do
-    NS=bigjob-$run-$N-$$
+    # Names of one length for every run: TF_CONFIG's addresses hold the namespace.
+    case $run in ringmaster) code=rmi ;; ringmaster-configmap) code=rmc ;; *) code=kfl ;; esac
+    NS=bigjob-$code-$N-$$
     k create namespace "$NS" >/dev/null
     end=$(( SECONDS + 60 ))
     until k -n "$NS" get serviceaccount default >/dev/null 2>&1; do
@@ -166,19 +169,27 @@ for N in $SIZES; do
       sleep 0.5
     done
     [ -n "$t_run" ] || { echo "big-job.sh: $run N=$N: not all pods Running within ${LIMIT_S}s ($(count_pods "$NS") pods)" >&2; exit 1; }
+    # Every Service too (training-operator makes one per replica, and goes on
+    # making them after the pods are Running): the job's objects complete.
+    want_svcs=$( [ "$run" = kubeflow ] && echo "$N" || echo 1 )
+    until [ "$(k -n "$NS" get services --chunk-size=0 -o name | wc -l)" -ge "$want_svcs" ]; do
+      [ "$SECONDS" -lt "$end" ] || { echo "big-job.sh: $run N=$N: not every Service within ${LIMIT_S}s" >&2; exit 1; }
+      sleep 0.5
+    done
+    t_all=$(since "$start")
     # Let the last status writes land before reading the store.
     sleep 3
     tf=$(k -n "$NS" get pods -o json |
       jq '[.items[].spec.containers[].env[]? | select(.name == "TF_CONFIG") | .value | utf8bytelength] | add // 0')
     etcd_bytes "$NS" >"$WORK/etcd"
-    echo "big-job.sh: $run N=$N: pods ${t_pods}s, Running ${t_run}s; etcd (resource keys bytes written):" >&2
+    echo "big-job.sh: $run N=$N: pods ${t_pods}s, Running ${t_run}s, every Service ${t_all}s; etcd (resource keys bytes written):" >&2
     sed 's/^/  /' "$WORK/etcd" >&2
     field() { awk -v r="$1" -v c="$2" '$1 == r { s += $c } END { print s + 0 }' "$WORK/etcd"; }
     total=$(awk '{ s += $3 } END { print s + 0 }' "$WORK/etcd")
     written=$(awk '{ s += $4 } END { print s + 0 }' "$WORK/etcd")
     pods=$(field pods 3) cms=$(field configmaps 3) svcs=$(field services/specs 3)
     jobs=$(( $(field ringmaster.io/distributedjobs 3) + $(field kubeflow.org/tfjobs 3) ))
-    echo "$N,$run,$t_pods,$t_run,$pods,$tf,$cms,$svcs,$jobs,$(( total - pods - cms - svcs - jobs )),$total,$written,$(field pods 4)"
+    echo "$N,$run,$t_pods,$t_run,$t_all,$pods,$tf,$cms,$svcs,$jobs,$(( total - pods - cms - svcs - jobs )),$total,$written,$(field pods 4)"
     if [ -n "${RM_PID:-}" ]; then kill -TERM "$RM_PID"; wait "$RM_PID" || true; RM_PID=; fi
     drop_ns "$NS"; NS=
   done
