@@ -14,6 +14,25 @@ REAL_NAMESPACES=(rm-real-quickstart rm-real-late rm-real-missing rm-real-kill rm
 RELEASE=rm
 REAL_NODE=${RINGMASTER_REAL_NODE:-ringmaster-real-0}
 WORKER_IMAGE=ghcr.io/ringmaster/worker:0.1.0
+KERAS_IMAGE=ghcr.io/ringmaster/keras-example:0.1.0
+
+# host_operator LOGDIR [FLAGS...]: Ringmaster's operator ($OPERATOR) run on
+# the host, watching $NS only (the in-cluster one does not watch it), its
+# log in LOGDIR/op.log; stopped when the test exits, and a failure shows its
+# last words.
+host_operator() {
+  local logdir=$1
+  shift
+  "$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$NS" --leader-elect=false \
+    --metrics-address 0 --health-probe-address 0 "$@" >"$logdir/op.log" 2>&1 &
+  on_exit "kill $!"
+  HOST_OPERATOR_LOG=$logdir/op.log
+  fail() {
+    tail -n 30 "$HOST_OPERATOR_LOG" >&2
+    printf 'FAIL %s: %s\n' "$E2E_NAME" "$*" >&2
+    exit 1
+  }
+}
 
 # use_namespace NAME: this test's namespace (one of REAL_NAMESPACES), emptied
 # of jobs first; its objects are dumped when the test fails.

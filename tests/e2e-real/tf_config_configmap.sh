@@ -20,15 +20,7 @@ if ! k get crd distributedjobs.ringmaster.io >/dev/null 2>&1; then
 fi
 wait_for 60 "the DistributedJob CRD to be established" \
   k wait --for=condition=Established --timeout=5s crd/distributedjobs.ringmaster.io
-"$OPERATOR" --kubeconfig "$KUBECONFIG" --namespace "$NS" --leader-elect=false \
-  --metrics-address 0 --health-probe-address 0 >"$LOGDIR/op.log" 2>&1 &
-op=$!
-on_exit "kill $op"
-fail() {
-  tail -n 30 "$LOGDIR/op.log" >&2
-  printf 'FAIL %s: %s\n' "$E2E_NAME" "$*" >&2
-  exit 1
-}
+host_operator "$LOGDIR"
 
 # job NAME IMAGE CONTAINER-FIELDS: Chief 1 + Worker 2 on the real node,
 # TF_CONFIG from the ConfigMap.

@@ -45,6 +45,27 @@ use_tfjob_crd() {
     k wait --for=condition=Established --timeout=5s crd/tfjobs.kubeflow.org
 }
 
+# kubeflow_sdk_venv: sets KUBEFLOW_SDK_PYTHON to the python of a venv with
+# Kubeflow's SDK from PyPI (pinned), made once under ~/.cache/ringmaster
+# (RINGMASTER_KUBEFLOW_SDK_VENV elsewhere); a lock keeps two tests from
+# making it at once.
+kubeflow_sdk_venv() {
+  local pins="kubeflow-training==1.9.4 kubernetes==35.0.0"
+  local venv=${RINGMASTER_KUBEFLOW_SDK_VENV:-$HOME/.cache/ringmaster/venv-kubeflow-sdk}
+  mkdir -p "$(dirname "$venv")"
+  (
+    flock 9
+    if [ "$(cat "$venv/.ringmaster-pins" 2>/dev/null)" != "$pins" ]; then
+      rm -rf "$venv"
+      python3 -m venv "$venv" || exit 1
+      # shellcheck disable=SC2086  # the pins are words
+      "$venv/bin/python" -m pip install --quiet $pins >"$venv.log" 2>&1 || { cat "$venv.log" >&2; exit 1; }
+      echo "$pins" >"$venv/.ringmaster-pins"
+    fi
+  ) 9>"$venv.lock" || fail "the Kubeflow SDK's venv ($pins) in $venv"
+  KUBEFLOW_SDK_PYTHON=$venv/bin/python
+}
+
 # wait_jsonpath SECONDS RESOURCE JSONPATH WANT [kubectl args...]
 wait_jsonpath() {
   local secs=$1 res=$2 jp=$3 want=$4; shift 4
