@@ -46,6 +46,7 @@ RUN_DIR=${RINGMASTER_TESTBED_DIR:-${RINGMASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.c
 ETCD_PORT=$(. "$RUN_DIR/ports.env" && echo "$ETCD_PORT")
 ETCD="http://127.0.0.1:$ETCD_PORT"
 k() { kubectl --request-timeout=60s "$@"; }
+. "$ROOT/bench/operator/lib.sh"
 now() { date +%s.%N; }
 since() { echo "scale=2; ($(now) - $1) / 1" | bc; }
 
@@ -54,7 +55,7 @@ cleanup() {
   [ -z "${RM_PID:-}" ] || kill "$RM_PID" 2>/dev/null || true
   [ -z "${KF_UP:-}" ] || "$TESTBED" peer-kubeflow down >&2 || true
   [ -z "${NS:-}" ] || drop_ns "$NS"
-  k get nodes -l ringmaster-bench=1 -o name | xargs -r kubectl --request-timeout=60s delete --wait=false >/dev/null 2>&1 || true
+  drop_bench_nodes
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -66,37 +67,9 @@ drop_ns() {
 # kwok nodes: 110 pods each, enough for the largest job.
 MAX=$(tr ' ' '\n' <<<"$SIZES" | sort -n | tail -1)
 NODES=$(( MAX / 110 + 2 ))
-for i in $(seq 1 "$NODES"); do
-  cat <<YAML
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: ringmaster-bench-node-$i
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels: {type: kwok, ringmaster-bench: "1", kubernetes.io/hostname: ringmaster-bench-node-$i, kubernetes.io/os: linux}
-status:
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
-  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
-YAML
-done | k apply -f - >/dev/null
+bench_nodes "$NODES"
 k apply -f "$ROOT/manifests/00-crd.yaml" >/dev/null
-# (kubectl wait fails at once, "accessor error", while the new CRD has no
-# conditions yet: it is asked again.)
-end=$(( SECONDS + 60 ))
-until k wait --for=condition=Established --timeout=5s crd/distributedjobs.ringmaster.io >/dev/null 2>&1; do
-  [ "$SECONDS" -lt "$end" ] || { echo "big-job.sh: the DistributedJob CRD is not Established after 60s" >&2; exit 1; }
-  sleep 0.5
-done
-end=$(( SECONDS + 120 ))
-ready_nodes() {  # (a node kwok has not taken yet has no conditions: jsonpath fails on it)
-  { k get nodes -l ringmaster-bench=1 -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null || true; } |
-    grep -cx True || true
-}
-until [ "$(ready_nodes)" -ge "$NODES" ]; do
-  [ "$SECONDS" -lt "$end" ] || { echo "big-job.sh: the $NODES kwok nodes are not Ready after 120s" >&2; exit 1; }
-  sleep 1
-done
+established crd/distributedjobs.ringmaster.io
 
 # The job, as each run gives it (the container named tensorflow: where
 # training-operator puts TF_CONFIG).

@@ -81,16 +81,7 @@ curl --version | grep -q HTTP2 || { echo "run.sh: this curl has no HTTP/2" >&2; 
 eval "$("$TESTBED" env)"
 RUN_DIR=${RINGMASTER_TESTBED_DIR:-${RINGMASTER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ringmaster}/testbed-run}
 k() { kubectl --request-timeout=60s "$@"; }
-# established CRD: waits until it is; kubectl wait fails at once on a CRD
-# that has no conditions yet, so it is retried.
-established() {
-  local _
-  for _ in $(seq 60); do
-    k wait --for=condition=Established --timeout=5s "$1" >/dev/null 2>&1 && return 0
-    sleep 1
-  done
-  k wait --for=condition=Established --timeout=5s "$1" >/dev/null
-}
+. "$ROOT/bench/operator/lib.sh"
 has_run() { [[ " $RUNS " == *" $1 "* ]]; }
 
 # Ringmaster's QPS and burst: the environment's, else the operator's defaults.
@@ -330,31 +321,13 @@ cleanup() {
   [ -z "${KFQ_PID:-}" ] || kill "$KFQ_PID" 2>/dev/null || true
   [ -z "${KF_UP:-}" ] || "$TESTBED" peer-kubeflow down >&2 || true
   for ns in ${NAMESPACES:-}; do drop_ns "$ns"; done
-  k get nodes -l ringmaster-bench=1 -o name | xargs -r kubectl --request-timeout=60s delete --wait=false >/dev/null 2>&1 || true
+  drop_bench_nodes
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-for i in $(seq 1 "$EXTRA_NODES"); do
-  cat <<YAML
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: ringmaster-bench-node-$i
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels: {type: kwok, ringmaster-bench: "1", kubernetes.io/hostname: ringmaster-bench-node-$i, kubernetes.io/os: linux}
-status:
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
-  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
-YAML
-done | k apply -f - >/dev/null
+bench_nodes "$EXTRA_NODES"
 k apply -f "$ROOT/manifests/00-crd.yaml" >/dev/null
 established crd/distributedjobs.ringmaster.io
-end=$(( SECONDS + 120 ))
-until [ "$(k get nodes -l ringmaster-bench=1 -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -cx True)" -ge "$EXTRA_NODES" ]; do
-  [ "$SECONDS" -lt "$end" ] || { echo "run.sh: the $EXTRA_NODES kwok nodes are not Ready after 120s" >&2; exit 1; }
-  sleep 1
-done
 
 ratio() { case "$1$2" in *'>'*|*-*) echo "-" ;; *) printf "%.2f" "$(echo "scale=4; $1 / $2" | bc)" ;; esac; }
 per_pod() { printf "%.2f" "$(echo "scale=4; $1 * 1000 / $PODS" | bc)"; }
