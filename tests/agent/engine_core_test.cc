@@ -9,6 +9,7 @@
 
 #include "c_api_internal.h"
 #include "collectives/algorithms.h"
+#include "collectives/collectives.h"
 #include "collectives/kernels.h"
 #include "collectives/link_model.h"
 #include "collectives/packing.h"
@@ -373,6 +374,40 @@ TEST_P(AllReduceOverLocal, SumMinMaxAreExact) {
         want = op == ReduceOp::kSum ? want + x : op == ReduceOp::kMin ? std::min(want, x) : std::max(want, x);
       }
       for (int r = 0; r < c.n; ++r) ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+// Out of place (the op on a tensor TensorFlow holds elsewhere): the same
+// bits as in place, the input untouched, and nothing read from the output
+// beforehand (it starts as NaN, which would poison any sum or comparison).
+TEST_P(AllReduceOverLocal, OutOfPlaceGivesTheSameBitsAndLeavesTheInput) {
+  const auto c = GetParam();
+  for (bool through_pack : {false, true}) {
+    if (!through_pack && c.algo != Algorithm::kRing) continue;
+    std::vector<std::vector<double>> results(c.n);
+    OnFabric(c.n, [&](Transport& t) {
+      std::vector<double> in(c.count), out(c.count, std::nan(""));
+      for (size_t i = 0; i < c.count; ++i) in[i] = Value(t.rank(), i);
+      const std::vector<double> before = in;
+      Status s;
+      if (through_pack) {
+        s = AllReducePack(t, c.algo, in.data(), out.data(), c.count, DataType::kFloat64, ReduceOp::kSum, 1);
+      } else {
+        RingTuning tuning;
+        tuning.chunk_bytes = 64;
+        tuning.staging_chunks = 3;
+        s = RingAllReduce(t, in.data(), out.data(), c.count, DataType::kFloat64, ReduceOp::kSum, tuning);
+      }
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(in, before) << "rank " << t.rank() << ": the input was written";
+      results[t.rank()] = out;
+    });
+    for (size_t i = 0; i < c.count; ++i) {
+      double want = 0;
+      for (int r = 0; r < c.n; ++r) want += Value(r, i);
+      for (int r = 0; r < c.n; ++r)
+        ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i << (through_pack ? " (pack)" : "");
     }
   }
 }

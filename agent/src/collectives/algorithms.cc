@@ -42,10 +42,19 @@ Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataTyp
 
 Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op,
                      const RingTuning& tuning) {
+  return RingAllReduce(t, nullptr, data, count, dtype, op, tuning);
+}
+
+Status RingAllReduce(Transport& t, const void* src, void* data, size_t count, DataType dtype, ReduceOp op,
+                     const RingTuning& tuning) {
   const int n = t.size(), rank = t.rank();
-  if (n == 1 || count == 0) return OkStatus();
   const size_t esize = DataTypeSize(dtype);
   char* base = static_cast<char*>(data);
+  const char* in = src != nullptr ? static_cast<const char*>(src) : base;
+  if (n == 1 || count == 0) {
+    if (in != base) std::memcpy(base, in, count * esize);
+    return OkStatus();
+  }
   const int right = Mod(rank + 1, n), left = Mod(rank - 1, n);
   const Split seg{count, n};
   size_t max_seg = seg.size(0);
@@ -55,12 +64,16 @@ Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, Red
   auto chunks_of = [&](int s) {
     return seg.size(s) == 0 ? size_t{0} : (seg.size(s) + chunk_elems - 1) / chunk_elems;
   };
-  auto chunk_ptr = [&](int s, size_t k) { return base + (seg.offset(s) + k * chunk_elems) * esize; };
+  auto chunk_off = [&](int s, size_t k) { return (seg.offset(s) + k * chunk_elems) * esize; };
+  auto chunk_ptr = [&](int s, size_t k) { return base + chunk_off(s, k); };
   auto chunk_len = [&](int s, size_t k) { return std::min(chunk_elems, seg.size(s) - k * chunk_elems); };
 
   // Reduce-scatter: in step s we send segment (rank - s) and receive segment
   // (rank - s - 1), which we reduce and send on in step s + 1. Every chunk is
   // forwarded as soon as it is reduced, so the ring works as a pipeline.
+  // Every segment but our own is received (and reduced) exactly once, so
+  // that is where an out-of-place input is copied in; ours is sent from the
+  // input and comes back reduced in the all-gather.
   const int steps = n - 1;
   struct RecvSlot {
     int step;
@@ -83,13 +96,15 @@ Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, Red
   {
     int sg = rank;
     for (size_t k = 0; k < chunks_of(sg); ++k)
-      t.Isend(right, Tag(0, 0, k), chunk_ptr(sg, k), chunk_len(sg, k) * esize);
+      t.Isend(right, Tag(0, 0, k), in + chunk_off(sg, k), chunk_len(sg, k) * esize);
   }
   for (size_t i = 0; i < order.size(); ++i) {
     RM_RETURN_IF_ERROR(t.Wait(recv_req[i]));
     const auto& o = order[i];
     int sg = Mod(rank - o.step - 1, n);
     char* slot = staging.get() + (i % depth) * chunk_elems * esize;
+    if (in != base)
+      std::memcpy(chunk_ptr(sg, o.chunk), in + chunk_off(sg, o.chunk), chunk_len(sg, o.chunk) * esize);
     ReduceInto(dtype, op, chunk_ptr(sg, o.chunk), slot, chunk_len(sg, o.chunk));
     if (i + depth < order.size()) post_recv(i + depth);
     // Forward: as step s+1's send, or (after the last step) as the first

@@ -30,6 +30,13 @@ Status AllReduce(Transport& t, Algorithm algo, void* data, size_t count, DataTyp
                  const RingTuning& tuning = {});
 Status RingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op,
                      const RingTuning& tuning);
+// Out of place: reads the input from `src` (null or `data`: in place) and
+// leaves the result in `data`, with no pass over the whole buffer of its
+// own. Each chunk is copied from `src` just before its one reduction, while
+// it is in cache, and the rank's own segment, never reduced here, arrives
+// whole in the all-gather. `src` must not overlap `data` unless equal.
+Status RingAllReduce(Transport& t, const void* src, void* data, size_t count, DataType dtype, ReduceOp op,
+                     const RingTuning& tuning = {});
 Status RecursiveDoublingAllReduce(Transport& t, void* data, size_t count, DataType dtype, ReduceOp op);
 // Rabenseifner's: reduce-scatter by recursive halving, all-gather by
 // recursive doubling; a group size that is not a power of two folds first.

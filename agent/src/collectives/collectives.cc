@@ -9,9 +9,14 @@
 
 namespace ringmaster::internal {
 
-Status AllReducePack(Transport& t, Algorithm algo, void* buf, size_t count, DataType dtype, ReduceOp op,
-                     int64_t ranks) {
-  if (t.size() > 1) RM_RETURN_IF_ERROR(AllReduce(t, algo, buf, count, dtype, op));
+Status AllReducePack(Transport& t, Algorithm algo, const void* src, void* buf, size_t count, DataType dtype,
+                     ReduceOp op, int64_t ranks) {
+  if (t.size() > 1 && algo == Algorithm::kRing && count > 0) {
+    RM_RETURN_IF_ERROR(RingAllReduce(t, src, buf, count, dtype, op));
+  } else {
+    if (src != nullptr && src != buf) std::memcpy(buf, src, count * DataTypeSize(dtype));
+    if (t.size() > 1) RM_RETURN_IF_ERROR(AllReduce(t, algo, buf, count, dtype, op));
+  }
   if (op == ReduceOp::kMean && ranks > 1) DivideBy(dtype, buf, count, ranks);
   return OkStatus();
 }
@@ -39,10 +44,11 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
     o.run = [views = std::move(views), pack = packs[pi], op, algo, group_size](Transport& t) -> Status {
       auto input = [](const Tensor& v) { return v.source ? v.source : v.data; };
       char* buf;
+      const void* src = nullptr;  // a lone tensor's input, read in place by AllReducePack
       std::unique_ptr<char[]> staging;
       if (views.size() == 1) {
         buf = static_cast<char*>(views[0].data);
-        if (input(views[0]) != views[0].data) std::memcpy(buf, views[0].source, views[0].bytes());
+        src = input(views[0]);
       } else {
         // The one staging buffer of this pack, alive only while it runs.
         staging.reset(new char[pack.bytes]);
@@ -53,7 +59,7 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
           off += v.bytes();
         }
       }
-      RM_RETURN_IF_ERROR(AllReducePack(t, algo, buf, pack.count, pack.dtype, op, group_size));
+      RM_RETURN_IF_ERROR(AllReducePack(t, algo, src, buf, pack.count, pack.dtype, op, group_size));
       if (staging) {
         size_t off = 0;
         for (const auto& v : views) {

@@ -29,8 +29,11 @@ inline Status CheckOp(ReduceOp o, std::string_view field = "op") {
 // host staging: `count` elements in `buf`, reduced across the transport's
 // group with `algo` (chosen once per pack by the caller, which records it:
 // ChooseAlgorithm); MEAN divides by `ranks` (members x local devices).
-Status AllReducePack(Transport& t, Algorithm algo, void* buf, size_t count, DataType dtype, ReduceOp op,
-                     int64_t ranks);
+// `src` (null: `buf`) is where the input is read from; the ring reads it
+// chunk by chunk as it reduces, so an out-of-place call costs no pass of
+// its own over the pack (RingAllReduce), the other algorithms copy first.
+Status AllReducePack(Transport& t, Algorithm algo, const void* src, void* buf, size_t count, DataType dtype,
+                     ReduceOp op, int64_t ranks);
 
 // Host tensors in packs (bytes_per_pack, or the automatic size for
 // `streams`): one op per pack, each staging through one buffer of its size

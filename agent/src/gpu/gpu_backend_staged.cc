@@ -87,7 +87,7 @@ Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
     if (o.implementation == Implementation::kNccl) o.implementation = Implementation::kAuto;
     const int64_t ranks = static_cast<int64_t>(ctx_.size) * static_cast<int64_t>(g);
     const Algorithm algo = ChooseAlgorithm(o, p.bytes, t.size(), plan.group->link());
-    RM_RETURN_IF_ERROR(AllReducePack(t, algo, host, p.count, p.dtype, plan.op, ranks));
+    RM_RETURN_IF_ERROR(AllReducePack(t, algo, nullptr, host, p.count, p.dtype, plan.op, ranks));
     for (size_t l = 0; l < g; ++l) {
       cudaStream_t s = streams_[l];
       RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
