@@ -130,7 +130,7 @@ TEST(Executor, PacksAcrossSlotsInOrderWithMean) {
     for (size_t i = 0; i < snap.size(); ++i) {
       EXPECT_EQ(snap[i].seq, i + 1);
       EXPECT_EQ(snap[i].progress, Progress::kFinished);
-      EXPECT_NE(snap[i].heard_from, 0u);
+      EXPECT_NE(snap[i].heard_from.count, 0u);
     }
   }
 }

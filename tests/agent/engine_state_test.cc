@@ -121,5 +121,38 @@ TEST(FlightRecorder, DumpIsOneJsonLineWithTheLastEntries) {
   EXPECT_EQ(j["entries"][1]["bytes"], 4096);
 }
 
+// No 64-rank limit: any rank is kept up to kKept of them, then counted.
+TEST(FlightRecorder, HeardFromKeepsRanksPast64AndCountsTheRest) {
+  HeardRanks h;
+  for (int r : {4095, 100, 3000, 7}) h.Add(r);
+  EXPECT_EQ(h.count, 4u);
+  EXPECT_TRUE(h.Holds(4095));
+  EXPECT_TRUE(h.Holds(100));
+  EXPECT_FALSE(h.Holds(64));
+  FlightRecorder rec(2);
+  rec.Queued(1, OpInfo{});
+  rec.Started(1);
+  rec.Finished(1, StatusCode::kOk, h);
+  HeardRanks all;  // an all-to-all of 4,096: every peer but ourselves (rank 5)
+  for (int r = 4095; r >= 0; --r)
+    if (r != 5) all.Add(r);
+  EXPECT_EQ(all.count, 4095u);
+  EXPECT_EQ(all.kept(), HeardRanks::kKept);
+  EXPECT_EQ(all.lowest[0], 0);
+  EXPECT_EQ(all.lowest[5], 6);
+  EXPECT_EQ(all.lowest[HeardRanks::kKept - 1], HeardRanks::kKept);
+  rec.Queued(2, OpInfo{});
+  rec.Started(2);
+  rec.Finished(2, StatusCode::kOk, all);
+  auto j =
+      nlohmann::json::parse(FlightDumpJson("/job:worker/task:5", 5, 4096, OkStatus(), rec.Snapshot(), 2));
+  EXPECT_EQ(j["entries"][0]["heard_from"], nlohmann::json::array({7, 100, 3000, 4095}));
+  EXPECT_FALSE(j["entries"][0].contains("heard_from_more"));
+  EXPECT_EQ(j["entries"][1]["heard_from"].size(), static_cast<size_t>(HeardRanks::kKept));
+  EXPECT_EQ(j["entries"][1]["heard_from_more"], 4095 - HeardRanks::kKept);
+  EXPECT_EQ(HeardRanks::FromMask(0b101).count, 2u);
+  EXPECT_EQ(HeardRanks::FromMask(uint64_t{1} << 63).lowest[0], 63);
+}
+
 }  // namespace
 }  // namespace ringmaster::internal

@@ -18,6 +18,31 @@ int64_t UnixMicros() {
 }
 }  // namespace
 
+void HeardRanks::Add(int rank) {
+  const int held = kept();  // before this one
+  ++count;
+  int i = held;
+  if (held == kKept) {  // full: keep the lowest
+    if (rank >= lowest[kKept - 1]) return;
+    i = kKept - 1;
+  }
+  for (; i > 0 && lowest[i - 1] > rank; --i) lowest[i] = lowest[i - 1];
+  lowest[i] = rank;
+}
+
+bool HeardRanks::Holds(int rank) const {
+  for (int i = 0; i < kept(); ++i)
+    if (lowest[i] == rank) return true;
+  return false;
+}
+
+HeardRanks HeardRanks::FromMask(uint64_t mask) {
+  HeardRanks h;
+  for (int r = 0; r < 64; ++r)
+    if (mask >> r & 1) h.Add(r);
+  return h;
+}
+
 const char* ProgressName(Progress p) {
   switch (p) {
     case Progress::kUnknown:
@@ -68,7 +93,7 @@ void FlightRecorder::Started(uint64_t seq) {
   last_started_ = std::max(last_started_, seq);
 }
 
-void FlightRecorder::Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from) {
+void FlightRecorder::Finished(uint64_t seq, StatusCode outcome, const HeardRanks& heard_from) {
   const int64_t now = UnixMicros();
   std::shared_ptr<Timeline> timeline;
   FlightEntry copy;
@@ -138,23 +163,26 @@ std::string FlightDumpJson(const std::string& task, int rank, int size, const St
   for (size_t i = from; i < entries.size(); ++i) {
     const FlightEntry& e = entries[i];
     nlohmann::ordered_json heard = nlohmann::ordered_json::array();
-    for (int r = 0; r < 64 && r < size; ++r)
-      if (e.heard_from >> r & 1) heard.push_back(r);
+    for (int k = 0; k < e.heard_from.kept(); ++k)
+      if (e.heard_from.lowest[k] < size) heard.push_back(e.heard_from.lowest[k]);
     std::string outcome = e.progress == Progress::kFailed ? std::string(StatusCodeName(e.outcome))
                                                           : std::string(ProgressName(e.progress));
-    list.push_back(
-        {{"seq", e.seq},
-         {"kind", OpKindName(e.info.kind)},
-         {"pack", e.info.pack},
-         {"packs", e.info.packs},
-         {"dtype", std::string(DataTypeName(e.info.dtype))},
-         {"bytes", e.info.bytes},
-         {"algorithm", e.info.algorithm},
-         {"heard_from", heard},
-         {"start_unix_us",
-          e.start_unix_us ? nlohmann::ordered_json(e.start_unix_us) : nlohmann::ordered_json()},
-         {"end_unix_us", e.end_unix_us ? nlohmann::ordered_json(e.end_unix_us) : nlohmann::ordered_json()},
-         {"outcome", outcome}});
+    nlohmann::ordered_json entry = {{"seq", e.seq},
+                                    {"kind", OpKindName(e.info.kind)},
+                                    {"pack", e.info.pack},
+                                    {"packs", e.info.packs},
+                                    {"dtype", std::string(DataTypeName(e.info.dtype))},
+                                    {"bytes", e.info.bytes},
+                                    {"algorithm", e.info.algorithm},
+                                    {"heard_from", heard}};
+    // Past the kept ranks (an all-to-all at large N): how many more.
+    if (e.heard_from.count > static_cast<uint32_t>(e.heard_from.kept()))
+      entry["heard_from_more"] = e.heard_from.count - e.heard_from.kept();
+    entry["start_unix_us"] =
+        e.start_unix_us ? nlohmann::ordered_json(e.start_unix_us) : nlohmann::ordered_json();
+    entry["end_unix_us"] = e.end_unix_us ? nlohmann::ordered_json(e.end_unix_us) : nlohmann::ordered_json();
+    entry["outcome"] = outcome;
+    list.push_back(std::move(entry));
   }
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

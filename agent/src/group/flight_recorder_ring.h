@@ -6,6 +6,7 @@
 // almost never contended (the cost is measured in docs/benchmarks/allreduce.md).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -23,12 +24,30 @@ namespace ringmaster::internal {
 enum class Progress : uint8_t { kUnknown, kNeverEntered, kQueued, kRunning, kFinished, kFailed };
 const char* ProgressName(Progress p);
 
+// The ranks a collective heard from, in fixed memory for any group size: how
+// many, and the lowest kKept of them. A ring hears from one peer, recursive
+// doubling and halving-doubling from log2 N, so up to N = 2^kKept every rank
+// a tree or ring algorithm heard from is kept; an all-to-all at large N keeps
+// its count and the lowest ranks. 64 bytes, like a cache line.
+struct HeardRanks {
+  static constexpr int kKept = 15;
+  uint32_t count = 0;                   // distinct ranks heard from
+  std::array<int32_t, kKept> lowest{};  // the lowest min(count, kKept), ascending
+
+  // Adds `rank`, which must not have been added before.
+  void Add(int rank);
+  int kept() const { return count < kKept ? static_cast<int>(count) : kKept; }
+  bool Holds(int rank) const;  // among the kept ones
+  // From a bit mask (bit r: rank r), as Transport::HeardFrom gives it.
+  static HeardRanks FromMask(uint64_t mask);
+};
+
 struct FlightEntry {
   uint64_t seq = 0;  // 0: empty
   OpInfo info;
   Progress progress = Progress::kQueued;
   StatusCode outcome = StatusCode::kOk;
-  uint64_t heard_from = 0;  // bit r: a message came from rank r
+  HeardRanks heard_from;  // the ranks a message came from
   int64_t start_unix_us = 0, end_unix_us = 0;
 };
 
@@ -64,7 +83,11 @@ class FlightRecorder {
   void Reset();
   void Queued(uint64_t seq, const OpInfo& info);
   void Started(uint64_t seq);
-  void Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from);
+  void Finished(uint64_t seq, StatusCode outcome, const HeardRanks& heard_from);
+  // `heard_from` as a bit mask of ranks (Transport::HeardFrom).
+  void Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from) {
+    Finished(seq, outcome, HeardRanks::FromMask(heard_from));
+  }
 
   // Every collective finished from now on also goes to `timeline` (null:
   // none), on row `stream` (timeline.h).
