@@ -25,6 +25,7 @@ class LocalBootstrapHub {
       : names_(names),
         key_(key),
         timeout_s_(timeout_s),
+        calls_(names.size()),
         hub_(
             0, std::move(names), &key_, [this] { return next_incarnation_++; }, elastic) {}
 
@@ -33,6 +34,9 @@ class LocalBootstrapHub {
     return std::make_unique<LocalMember>(this, rank, key);
   }
   void Shutdown() { hub_.Shutdown(); }
+  // The calls member `rank` made to the leader so far (Challenge, Join: each
+  // one request and one answer on the wire). The leader makes none.
+  uint32_t CallsOf(int rank) const { return calls_[rank].load(); }
   // Every Join seems to come from `host`, and every follower's answer from
   // `host` (as over a network, whatever the members' configured hosts say).
   void SeeEveryoneAt(std::string host) { seen_host_ = std::move(host); }
@@ -40,15 +44,18 @@ class LocalBootstrapHub {
  private:
   class Link final : public internal::LeaderLink {
    public:
-    Link(LocalBootstrapHub* hub, std::string host, internal::Deadline deadline)
+    Link(LocalBootstrapHub* hub, int rank, std::string host, internal::Deadline deadline)
         : hub_(hub),
+          rank_(rank),
           host_(hub->seen_host_.empty() ? std::move(host) : hub->seen_host_),
           deadline_(deadline) {}
     Status Challenge(internal::FormationState::ChallengeAnswer* out) override {
+      ++hub_->calls_[rank_];
       *out = hub_->hub_.Challenge();
       return OkStatus();
     }
     Status Join(const internal::JoinClaim& claim, internal::Table* table, std::string* proof) override {
+      ++hub_->calls_[rank_];
       bool stranger = false;
       auto t = hub_->hub_.FollowerJoin(
           claim, host_, deadline_, [] { return false; }, &stranger);
@@ -64,6 +71,7 @@ class LocalBootstrapHub {
 
    private:
     LocalBootstrapHub* hub_;
+    int rank_;
     std::string host_;
     internal::Deadline deadline_;
   };
@@ -75,7 +83,7 @@ class LocalBootstrapHub {
     StatusOr<internal::Table> Exchange(const internal::MemberEntry& self,
                                        internal::Deadline deadline) override {
       if (rank_ == 0) return hub_->hub_.LeaderJoin(self, deadline, hub_->timeout_s_);
-      Link link(hub_, self.data_host, deadline);
+      Link link(hub_, rank_, self.data_host, deadline);
       internal::JoinParties p{hub_->names_[rank_], hub_->names_[0], "in-process", hub_->timeout_s_};
       internal::JoinClaim claim;
       claim.rank = rank_;
@@ -99,7 +107,8 @@ class LocalBootstrapHub {
   std::vector<std::string> names_;
   internal::JobKey key_;
   double timeout_s_;
-  std::string seen_host_;  // set before any member starts
+  std::vector<std::atomic<uint32_t>> calls_;  // by rank
+  std::string seen_host_;                     // set before any member starts
   std::atomic<uint64_t> next_incarnation_{101};
   internal::FormationHub hub_;
 };

@@ -12,15 +12,23 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "transport/transport.h"
 
 namespace ringmaster::internal {
 
+// Grown for thousands of members in one process: each member has its own
+// inbox (one lock, one condition variable), holding a queue per sender that
+// opens on the first message, so memory grows with the pairs that talk, not
+// N², and members contend only with those that write to them. It counts what
+// a network would: messages each member sent, and its connections (the
+// peers it sent to or heard from, as a first-use data connection opens).
 class LocalFabric {
  public:
-  explicit LocalFabric(int n) : n_(n), channels_(static_cast<size_t>(n) * n) {}
+  explicit LocalFabric(int n) : n_(n), inboxes_(static_cast<size_t>(n)) {}
   int size() const { return n_; }
 
   struct Message {
@@ -28,26 +36,54 @@ class LocalFabric {
     std::vector<char> bytes;
   };
   void Push(int from, int to, Message m) {
-    std::lock_guard<std::mutex> lock(mu_);
-    channels_[Index(from, to)].push_back(std::move(m));
-    cv_.notify_all();
+    {
+      Inbox& src = inboxes_[from];
+      std::lock_guard<std::mutex> lock(src.mu);
+      ++src.sent;
+      src.peers.insert(to);
+    }
+    Inbox& dst = inboxes_[to];
+    std::lock_guard<std::mutex> lock(dst.mu);
+    dst.peers.insert(from);
+    dst.queues[from].push_back(std::move(m));
+    dst.cv.notify_all();
   }
   // Waits (up to `slice` of real time) for a message from `from`.
   bool TryPop(int from, int to, Message* out, std::chrono::milliseconds slice) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto& q = channels_[Index(from, to)];
-    if (!cv_.wait_for(lock, slice, [&] { return !q.empty(); })) return false;
+    Inbox& dst = inboxes_[to];
+    std::unique_lock<std::mutex> lock(dst.mu);
+    auto ready = [&] {
+      auto it = dst.queues.find(from);
+      return it != dst.queues.end() && !it->second.empty();
+    };
+    if (!dst.cv.wait_for(lock, slice, ready)) return false;
+    auto& q = dst.queues[from];
     *out = std::move(q.front());
     q.pop_front();
+    ++dst.received;
     return true;
   }
 
+  struct Counts {
+    uint64_t sent = 0, received = 0;  // messages
+    int peers = 0;                    // connections: the members it sent to or heard from
+  };
+  Counts CountsOf(int rank) {
+    Inbox& b = inboxes_[rank];
+    std::lock_guard<std::mutex> lock(b.mu);
+    return {b.sent, b.received, static_cast<int>(b.peers.size())};
+  }
+
  private:
-  size_t Index(int from, int to) const { return static_cast<size_t>(from) * n_ + to; }
+  struct Inbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::unordered_map<int, std::deque<Message>> queues;  // by sender, opened on first use
+    std::unordered_set<int> peers;
+    uint64_t sent = 0, received = 0;
+  };
   int n_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::deque<Message>> channels_;
+  std::vector<Inbox> inboxes_;
 };
 
 class LocalTransport : public Transport {
@@ -58,11 +94,15 @@ class LocalTransport : public Transport {
       : fabric_(fabric), rank_(rank), clock_(clock), abort_status_(std::move(abort_status)) {}
   int rank() const override { return rank_; }
   int size() const override { return fabric_->size(); }
+  // How long a wait sleeps before it looks at the clock and the abort again
+  // (a message wakes it at once). Thousands of members raise it.
+  void SetWaitSlice(std::chrono::milliseconds slice) { slice_ = slice; }
   void Begin(uint64_t seq, Deadline deadline) override {
     seq_ = seq;
     deadline_ = deadline;
     reqs_.clear();
-    heard_ = 0;
+    for (int p : heard_list_) heard_bits_[static_cast<size_t>(p) / 64] = 0;
+    heard_list_.clear();
   }
   int Isend(int peer, uint32_t tag, const void* data, size_t bytes) override {
     LocalFabric::Message m{
@@ -84,7 +124,9 @@ class LocalTransport : public Transport {
     for (size_t i = 0; i < reqs_.size(); ++i) RM_RETURN_IF_ERROR(Complete(static_cast<int>(i)));
     return OkStatus();
   }
-  uint64_t HeardFrom() const override { return heard_; }
+  uint64_t HeardFrom() const override { return heard_bits_.empty() ? 0 : heard_bits_[0]; }
+  // Every member a message of the current collective came from, any rank.
+  const std::vector<int>& Heard() const { return heard_list_; }
 
  private:
   struct Req {
@@ -98,7 +140,7 @@ class LocalTransport : public Transport {
     Req& r = reqs_[i];
     if (r.done) return OkStatus();
     LocalFabric::Message m;
-    while (!fabric_->TryPop(r.peer, rank_, &m, std::chrono::milliseconds(1))) {
+    while (!fabric_->TryPop(r.peer, rank_, &m, slice_)) {
       if (abort_status_) RM_RETURN_IF_ERROR(abort_status_());
       if (clock_->Now() >= deadline_)
         return DeadlineExceededError("collective #" + std::to_string(seq_) + " timed out");
@@ -109,9 +151,18 @@ class LocalTransport : public Transport {
                            std::to_string(r.bytes) + " bytes, got tag " + std::to_string(m.tag) + "/" +
                            std::to_string(m.bytes.size()));
     }
-    if (r.peer < 64) heard_ |= uint64_t{1} << r.peer;
+    Hear(r.peer);
     if (r.bytes) std::memcpy(r.data, m.bytes.data(), r.bytes);
     return OkStatus();
+  }
+  // A dynamic bit set of ranks (one bit each, any N), and the ranks set in it.
+  void Hear(int peer) {
+    const size_t word = static_cast<size_t>(peer) / 64;
+    const uint64_t bit = uint64_t{1} << (peer % 64);
+    if (heard_bits_.size() <= word) heard_bits_.resize(word + 1, 0);
+    if (heard_bits_[word] & bit) return;
+    heard_bits_[word] |= bit;
+    heard_list_.push_back(peer);
   }
   LocalFabric* fabric_;
   int rank_;
@@ -119,7 +170,9 @@ class LocalTransport : public Transport {
   std::function<Status()> abort_status_;
   uint64_t seq_ = 0;
   Deadline deadline_ = NoDeadline();
-  uint64_t heard_ = 0;
+  std::chrono::milliseconds slice_{1};
+  std::vector<uint64_t> heard_bits_;
+  std::vector<int> heard_list_;
   std::vector<Req> reqs_;
 };
 
