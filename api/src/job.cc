@@ -570,6 +570,14 @@ LoadedJob DecodeJob(const json& obj) {
                   "with a letter or digit) of at most 63 characters");
       job.namespace_.clear();
     }
+    if (auto a = meta->find("annotations"); a != meta->end() && a->is_object()) {
+      if (auto v = a->find(kTfConfigAnnotation);
+          v != a->end() && *v != kTfConfigInline && *v != kTfConfigConfigMap) {
+        d.Error(std::string("metadata.annotations.") + kTfConfigAnnotation,
+                std::string("must be ") + kTfConfigInline + " or " + kTfConfigConfigMap + ", got " +
+                    v->dump(-1, ' ', false, json::error_handler_t::replace));
+      }
+    }
   }
   if (const json* spec = d.Object(obj, "spec", "", /*required=*/true)) {
     d.RejectUnknown(*spec, "spec", {"replicaSpecs", "communication", "runPolicy", "successPolicy", "port"});

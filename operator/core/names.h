@@ -55,15 +55,8 @@ inline constexpr char kJobKeyFile[] = "/var/run/secrets/ringmaster.io/job-key/ke
 // The file exists only inside the job's own pods.
 inline constexpr int kJobKeyFileMode = 0444;
 
-// ringmaster.io/tf-config on a DistributedJob: how its pods get TF_CONFIG.
-// "Inline" (the default) writes the whole value into every pod, so a job's
-// pods hold its cluster N times (N² bytes in etcd); "ConfigMap" writes the
-// cluster once, into an immutable ConfigMap of the job, and every pod's
-// TF_CONFIG refers to it through a variable the kubelet expands
-// (pod_builder.h). TensorFlow and the agent read the same TF_CONFIG either way.
-inline constexpr char kTfConfigAnnotation[] = "ringmaster.io/tf-config";
-inline constexpr char kTfConfigInline[] = "Inline";
-inline constexpr char kTfConfigConfigMap[] = "ConfigMap";
+// ringmaster.io/tf-config (kTfConfigAnnotation and its values) is the
+// loader's (ringmaster/job.h), which checks it.
 // With "ConfigMap": the variable holding the cluster (set from the
 // ConfigMap's key), which TF_CONFIG's value names as $(RINGMASTER_TF_CLUSTER).
 inline constexpr char kEnvTfCluster[] = "RINGMASTER_TF_CLUSTER";

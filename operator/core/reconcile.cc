@@ -192,13 +192,6 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
   LoadedJob loaded = DecodeJob(job_obj);
   if (!loaded.job) return InvalidJob(job_obj, loaded.errors, now);
   const DistributedJob& job = *loaded.job;
-  // A value of ringmaster.io/tf-config that says neither Inline nor
-  // ConfigMap fails the job as a spec error does.
-  if (auto source = JobTfConfigSource(job); !source.ok()) {
-    return InvalidJob(
-        job_obj, {{std::string("metadata.annotations.") + kTfConfigAnnotation, source.status().message()}},
-        now);
-  }
   const std::string uid = MetadataString(job_obj, "uid");
 
   std::vector<ReplicaObservation> observed;

@@ -199,6 +199,25 @@ TEST(LoadJobs, KeySecretRefNamesTheUsersSecretWithItemKeyDefaultingToKey) {
   EXPECT_EQ(*job->key_secret_ref, (KeySecretRef{"s", "Job_Key.v2"}));
 }
 
+// ringmaster.io/tf-config takes Inline or ConfigMap; anything else is
+// named with its line before a cluster sees it (the operator's own check).
+TEST(LoadJobs, TfConfigAnnotationOfAnotherValueIsAnError) {
+  const std::string job =
+      "apiVersion: ringmaster.io/v1alpha1\nkind: DistributedJob\nmetadata:\n  name: j\n"
+      "  annotations: {ringmaster.io/tf-config: VALUE}\nspec:\n  replicaSpecs: {Worker: {template: {spec: "
+      "{containers: [{name: c, image: i}]}}}}\n";
+  auto with = [&](const std::string& v) {
+    return job.substr(0, job.find("VALUE")) + v + job.substr(job.find("VALUE") + 5);
+  };
+  ExpectError(with("configmap"), "job.yaml:5:42: metadata.annotations.ringmaster.io/tf-config",
+              "must be Inline or ConfigMap, got \"configmap\"");
+  ExpectError(with("'1'"), "metadata.annotations.ringmaster.io/tf-config", "got \"1\"");
+  for (const char* ok : {"Inline", "ConfigMap"}) {
+    auto loaded = LoadJobs(with(ok), "job.yaml");
+    EXPECT_TRUE(loaded.ok()) << ok << ": " << loaded.status().ToString();
+  }
+}
+
 // A label's bytes that are not UTF-8 are named in the error, not thrown on.
 TEST(LoadJobs, QueueLabelThatIsNotUtf8IsAnError) {
   ExpectError(

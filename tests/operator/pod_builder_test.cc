@@ -600,7 +600,15 @@ TEST(TfConfigFromConfigMap, AContainersOwnTfConfigIsKeptAndNamesNoConfigMap) {
 }
 
 TEST(TfConfigFromConfigMap, AnotherValueIsInvalidArgumentNamingTheAnnotation) {
-  const DistributedJob job = Decode(WithTfConfigAnnotation(testing::QuickstartObject(), "configmap"));
+  // The loader refuses it (validate, run and the operator alike)...
+  const LoadedJob loaded = DecodeJob(WithTfConfigAnnotation(testing::QuickstartObject(), "configmap"));
+  EXPECT_FALSE(loaded.job.has_value());
+  ASSERT_EQ(loaded.errors.size(), 1u);
+  EXPECT_EQ(loaded.errors[0].path, "metadata.annotations.ringmaster.io/tf-config");
+  EXPECT_EQ(loaded.errors[0].message, "must be Inline or ConfigMap, got \"configmap\"");
+  // ... and the pod builder, should such a job reach it another way.
+  DistributedJob job = Decode(testing::QuickstartObject());
+  job.metadata["annotations"][kTfConfigAnnotation] = "configmap";
   for (const Status& st : {JobTfConfigSource(job).status(), BuildTfClusterConfigMap(job, {}).status(),
                            BuildPod(job, {ReplicaType::kWorker, 0}, {}).status()}) {
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);

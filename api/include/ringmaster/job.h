@@ -62,6 +62,16 @@ struct ReplicaSpec {
   nlohmann::json pod_template = nlohmann::json::object();
 };
 
+// ringmaster.io/tf-config on a DistributedJob: how its pods get TF_CONFIG.
+// DecodeJob refuses any other value, naming the annotation.
+// "Inline" (the default) writes the whole value into every pod, so a job's
+// pods hold its cluster N times (N² bytes in etcd); "ConfigMap" writes the
+// cluster once, into an immutable ConfigMap of the job, and every pod's
+// TF_CONFIG refers to it through a variable the kubelet expands
+// (the operator's pod_builder.h). TensorFlow and the agent read the same TF_CONFIG either way.
+inline constexpr char kTfConfigAnnotation[] = "ringmaster.io/tf-config";
+inline constexpr char kTfConfigInline[] = "Inline";
+inline constexpr char kTfConfigConfigMap[] = "ConfigMap";
 // Kueue's names, on pods and on the job (sigs.k8s.io/kueue, plain pod groups).
 inline constexpr char kKueueQueueLabel[] = "kueue.x-k8s.io/queue-name";
 inline constexpr char kKueuePodGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
