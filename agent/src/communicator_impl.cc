@@ -154,6 +154,10 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   mc.process_id = process_id_;
   mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
   mc.first_use = true;                  // data channels: when an algorithm first needs the peer
+  // Control connections between the overlay's fingers only (2⌈log2 N⌉ per
+  // member, not N - 1): heartbeats, abort frames and the diagnosis travel
+  // over them (docs/agent.md, "Connections at scale").
+  mc.control_peers = [](int rank, int size) { return Fingers(rank, size); };
   mc.timeout_s = settings_.formation_timeout_seconds;
   mc.deadline = until;
   mc.key = &key_;

@@ -39,6 +39,7 @@
 #include "bootstrap/join_checks.h"
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
+#include "group/overlay.h"
 #include "transcript_util.h"
 
 namespace ringmaster::internal {
@@ -73,7 +74,11 @@ class Harness {
     if (c.command == "mesh") {
       members_ = std::stoi(c.Arg("members", "3"));
       names_ = TranscriptNames(members_);
-      ledger_.emplace(std::stoi(c.Arg("rank", "0")), members_, std::stoi(c.Arg("channels", "1")));
+      const int rank = std::stoi(c.Arg("rank", "0"));
+      // awaited=1: data channels on first use; fingers=yes: the control
+      // channel to the overlay's fingers only (group/overlay.h).
+      ledger_.emplace(rank, members_, std::stoi(c.Arg("channels", "1")), std::stoi(c.Arg("awaited", "-1")),
+                      c.Arg("fingers", "no") == "yes" ? Fingers(rank, members_) : std::vector<int>{});
       return "awaiting " + std::to_string(ledger_->expected());
     }
     if (c.command == "connected" || c.command == "accept" || c.command == "mesh-timeout") return Mesh(c);

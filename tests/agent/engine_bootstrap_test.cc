@@ -234,8 +234,10 @@ TEST_P(LeftRound, ARestartedMembersDeadEntryEndsItsRoundAndTheGroupFormsWithItsN
 
 INSTANTIATE_TEST_SUITE_P(DeadRank, LeftRound, ::testing::Values(1, 2));
 
-// The descriptors a member needs: one socket per peer and channel, the
-// listening one, and a margin; the verdict against the process's limit.
+// The descriptors a member needs: for a full mesh one socket per peer and
+// channel; for the sparse one its fingers' control connections and, on each
+// data channel, a ring's and the link probe's (2 + ⌈log2 N⌉); the listening
+// one, and a margin; the verdict against the process's limit.
 TEST(FdBudget, AGroupThatFitsNeedsNothingOneThatFitsUnderTheHardLimitRaisesTheSoftOne) {
   using internal::FdBudget;
   using internal::JudgeFdBudget;
@@ -243,6 +245,10 @@ TEST(FdBudget, AGroupThatFitsNeedsNothingOneThatFitsUnderTheHardLimitRaisesTheSo
   using internal::MeshDescriptors;
   EXPECT_EQ(MeshDescriptors(128, 4), 127 * 4 + 1 + kFdMargin);
   EXPECT_EQ(MeshDescriptors(1, 4), 1 + kFdMargin);
+  // 128 members, 2 streams: 13 fingers, 2 + 7 on each of 3 data channels.
+  EXPECT_EQ(MeshDescriptors(128, 4, 13, /*first_use=*/true), 13 + 3 * 9 + 1 + kFdMargin);
+  // Small groups: never more than the other members.
+  EXPECT_EQ(MeshDescriptors(3, 4, 2, /*first_use=*/true), 2 + 3 * 2 + 1 + kFdMargin);
   const int64_t need = MeshDescriptors(256, 4);  // 1085: more than a default `ulimit -n`
   auto fits = JudgeFdBudget(need, FdBudget{20, 4096, 4096}, 256, 4);
   EXPECT_TRUE(fits.error.ok());
@@ -261,9 +267,9 @@ TEST(FdBudget, AGroupThatCannotFitFailsNamingTheLimitTheNeedAndWhatToDo) {
   EXPECT_FALSE(v.raise_to.has_value());
   const std::string m(v.error.message());
   for (const std::string& part :
-       {std::string("256 members"), std::string("4 connections per pair"),
-        "needs about " + std::to_string(need), std::string("may open 1024"), std::string("RLIMIT_NOFILE"),
-        std::string("hard limit is 1024"), "at least " + std::to_string(20 + need), std::string("ulimit -n")})
+       {std::string("256 members"), std::string("4 channels"), "needs about " + std::to_string(need),
+        std::string("may open 1024"), std::string("RLIMIT_NOFILE"), std::string("hard limit is 1024"),
+        "at least " + std::to_string(20 + need), std::string("ulimit -n")})
     EXPECT_NE(m.find(part), std::string::npos) << part << " not in: " << m;
 }
 

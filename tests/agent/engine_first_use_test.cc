@@ -1,6 +1,6 @@
 // Data connections opened the first time an algorithm needs a peer
 // (docs/agent.md, "Connections at scale"): formation connects the control
-// plane only; a ring opens 2 per stream and member, an all-to-all every pair;
+// overlay only (each member to its fingers); a ring opens 2 per stream and member, an all-to-all every pair;
 // the acceptor keeps what it authenticated for its channel's transport and
 // refuses the rest; a peer that cannot be reached fails the collective
 // naming it, and a member awaiting a connection wakes on the group's abort.
@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "group/overlay.h"
 #include "group_util.h"
 #include "transport/data_acceptor.h"
 #include "transport/data_dial.h"
@@ -42,10 +43,10 @@ int SocketsInProcess() {
 }
 
 // The data sockets of a group of n formed in this process: all of its
-// sockets but the control mesh's (one per member and peer) and each
-// member's data listener.
+// sockets but the control overlay's (one per member and finger: the same
+// count for every member) and each member's data listener.
 int DataSockets(int n, int before) {
-  return SocketsInProcess() - before - n * (n - 1) - n;
+  return SocketsInProcess() - before - n * static_cast<int>(internal::Fingers(0, n).size()) - n;
 }
 
 std::vector<CommunicatorSettings> Settings(int n, int streams) {

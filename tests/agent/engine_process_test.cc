@@ -346,6 +346,45 @@ TEST(WorkerProcess, AtEightAFrozenMemberIsNamedByEverySurvivor) {
   EXPECT_LT(last - first, 1.0) << "the survivors that do not watch it heard of it late";
 }
 
+// With sparse control connections (each member to its fingers only, 5 of
+// the 7 others at eight): member 6 is SIGKILLed in the middle of training.
+// Members 1 and 3 are not its fingers (6 ± 1, 2, 4 is 0, 2, 4, 5, 7) and,
+// with small all-reduces by recursive doubling, not its data partners
+// either: they hold no connection to it and learn of it only from the
+// abort flood. Every survivor reports it, naming the victim, within 5 s.
+TEST(WorkerProcess, AtEightASigkilledMemberIsNamedEvenByMembersWithNoConnectionToIt) {
+  constexpr int kN = 8, kVictim = 6;
+  std::string agent_ports;
+  auto addrs = LocalAddresses(kN, &agent_ports);
+  std::vector<Proc> ps;
+  auto start = Clock::now();
+  for (int r = 0; r < kN; ++r) {
+    ps.push_back(Spawn(
+        {"--model", "tiny", "--steps", "100000000", "--quiet"},
+        {{"TF_CONFIG", TfConfig(addrs, r)}, {"RINGMASTER_PORT", agent_ports}},
+        ::testing::TempDir() + "/rm_kill8_" + std::to_string(::getpid()) + "_" + std::to_string(r) + ".log"));
+  }
+  for (int r = 0; r < kN; ++r) {
+    auto until = Clock::now() + std::chrono::seconds(60);
+    while (Slurp(ps[r].log).find(" of 8,") == std::string::npos && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ::kill(ps[kVictim].pid, SIGKILL);
+  const double killed_at = std::chrono::duration<double>(Clock::now() - start).count();
+  WaitAll(ps, 60, start);
+  EXPECT_EQ(ps[kVictim].status, 128 + SIGKILL);
+  for (int r = 0; r < kN; ++r) {
+    if (r == kVictim) continue;
+    std::string out = Slurp(ps[r].log);
+    EXPECT_EQ(ps[r].status, 1) << r << ": " << out;
+    EXPECT_NE(out.find(": Unavailable: /job:worker/task:5 is unreachable from /job:"), std::string::npos)
+        << r << ": " << out;
+    EXPECT_LT(ps[r].exited_at - killed_at, 5.0) << r << ": " << out;
+  }
+}
+
 TEST(WorkerProcess, SigtermReportsAndDiesOfIt) {
   // Worker 1 stalls (no timeout); SIGTERM to worker 0 (a pod deleted, or
   // `ringmaster run` stopping it): it reports the abort itself, with its

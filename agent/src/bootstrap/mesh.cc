@@ -105,7 +105,8 @@ struct PendingHandshake {
 // round joining the next one).
 constexpr int kLeftCheckMs = 100;
 
-// The mesh: the higher rank connects, once per channel, and authenticates;
+// The mesh: the higher rank connects, once per channel (to the members the
+// ledger connects: with a control overlay, our fingers), and authenticates;
 // the lower one accepts, handling every pending handshake at once (a slow or
 // hostile connection holds up nobody else). Aborted (LeftRound): a member
 // left the round.
@@ -115,6 +116,7 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
   const MeshView view{c.key, table.incarnation, rank, size, channels};
   const int awaited = c.first_use ? 1 : channels;  // the control channel only, or all
   for (int p = 0; p < rank; ++p) {
+    if (!ledger.Connects(p)) continue;
     for (int ch = 0; ch < awaited; ++ch) {
       auto fd = ConnectTo(c, view, table, p, ch, deadline, ledger.conns());
       if (!fd.ok()) return fd.status();
@@ -160,22 +162,16 @@ Status ConnectMesh(const MeshConfig& c, const Table& table, int listen_fd, Deadl
     for (size_t i = pending.size(); i-- > 0;) {
       if (!pfds[i].revents) continue;
       auto& h = pending[i];
-      char buf[sizeof(Hello)];
-      ssize_t r = ::recv(h.fd, buf, std::min(sizeof buf, h.hs.Need()), 0);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-        drop(i, "closed during the handshake");
-        continue;
-      }
-      if (r < 0) continue;
-      auto step = h.hs.Feed(std::string_view(buf, static_cast<size_t>(r)));
-      if (step.kind == HandshakeAcceptor::Kind::kNeedMore) continue;
+      auto read = ReadHandshake(h.fd, h.hs);
+      if (!read) continue;
+      auto step = std::move(*read);
       if (step.kind == HandshakeAcceptor::Kind::kAccepted) {
         if (auto why = ledger.Refusal(h.hs.from(), h.hs.channel()))
           step = {HandshakeAcceptor::Kind::kRejected, "", *why};
       }
       const Deadline write_by = std::min(h.until, deadline);
       if (!step.reply.empty() && !WriteAll(h.fd, step.reply.data(), step.reply.size(), write_by).ok()) {
-        drop(i, step.kind == HandshakeAcceptor::Kind::kRejected ? step.why : "closed during the handshake");
+        drop(i, step.kind == HandshakeAcceptor::Kind::kRejected ? step.why : kClosedDuringHandshake);
         continue;
       }
       if (step.kind == HandshakeAcceptor::Kind::kRejected) {
@@ -224,7 +220,11 @@ StatusOr<Mesh> FormMesh(const MeshConfig& c, Bootstrap& bootstrap) {
   }
   // Before anything is opened: a group too large for the process's
   // descriptor limit fails now, saying so, not at the formation deadline.
-  if (Status st = EnsureMeshDescriptors(size, c.channels); !st.ok()) return st;
+  const int control = c.control_peers ? static_cast<int>(c.control_peers(c.rank, size).size()) : -1;
+  if (Status st =
+          EnsureMeshDescriptors(MeshDescriptors(size, c.channels, control, c.first_use), size, c.channels);
+      !st.ok())
+    return st;
   const Deadline deadline = c.deadline ? *c.deadline : DeadlineAfter(c.timeout_s);
   // A round that a member left is given up by everyone in it (each closes
   // its connections, which tells the others), and all take the next one:
@@ -269,7 +269,9 @@ StatusOr<Mesh> FormRound(const MeshConfig& c, Bootstrap& bootstrap, Deadline dea
     // where our Join was answered), not its name, which lags a replaced pod.
     g.hosts.push_back(m.data_host.empty() ? c.hosts[m.rank] : m.data_host);
   }
-  MeshLedger ledger(g.rank, static_cast<int>(g.names.size()), c.channels, c.first_use ? 1 : -1);
+  const int gsize = static_cast<int>(g.names.size());
+  MeshLedger ledger(g.rank, gsize, c.channels, c.first_use ? 1 : -1,
+                    c.control_peers ? c.control_peers(g.rank, gsize) : std::vector<int>{});
   Status st = ConnectMesh(g, *table, listen_fd, deadline, ledger, bootstrap);
   // With data channels on first use, the listener serves them from now on.
   if (!st.ok() || !c.first_use) CloseFd(listen_fd);

@@ -1,4 +1,6 @@
-// The data mesh: one TCP connection per pair and channel, the higher rank
+// The data mesh: one TCP connection per pair and channel (or, with
+// MeshConfig::control_peers and first_use, the control channel to a member's
+// fingers only), the higher rank
 // connecting and saying Hello (handshake.h), built from the table a
 // bootstrap (bootstrap.h) hands out. Its bookkeeping (who is still awaited,
 // duplicates, who is missing at the deadline) is mesh_ledger.h's.
@@ -25,6 +27,12 @@ struct MeshConfig {
   // only, and hands its data listener over (Mesh::listen_fd) for the data
   // connections opened later (transport/data_acceptor.h, data_dial.h).
   bool first_use = false;
+  // The control channel (0) only between these peers of ours (the control
+  // overlay's fingers, group/overlay.h), given our rank and the size of the
+  // group the table forms; null: between every pair. A round that a member
+  // leaves is still left by everyone: each member that gives it up closes
+  // its connections, so the news travels over the fingers.
+  std::function<std::vector<int>(int rank, int size)> control_peers;
   double timeout_s = 300;
   std::optional<Deadline> deadline;  // else timeout_s from the call (a caller that retries keeps one)
   int min_size = 0;                  // elastic size (formation_state.h); 0: every member

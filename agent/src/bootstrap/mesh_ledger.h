@@ -3,8 +3,10 @@
 // connection per higher rank and channel; a second one for the same member
 // and channel is refused; at the deadline the members whose connections
 // never came are named. Formation awaits the first `awaited` channels only
-// (the others open when first needed, and one that comes early is kept). Pure: connections are plain fds,
-// never touched here.
+// (the others open when first needed, and one that comes early is kept),
+// and, given `control_peers` (this member's fingers on the control overlay,
+// group/overlay.h), only from those: a control connection from anyone else
+// is refused. Pure: connections are plain fds, never touched here.
 #pragma once
 
 #include <optional>
@@ -17,8 +19,10 @@ namespace ringmaster::internal {
 
 class MeshLedger {
  public:
-  // awaited < 0: every channel.
-  MeshLedger(int rank, int size, int channels, int awaited = -1);
+  // awaited < 0: every channel; control_peers empty: every member.
+  MeshLedger(int rank, int size, int channels, int awaited = -1, const std::vector<int>& control_peers = {});
+  // Whether formation connects to or awaits `peer` at all.
+  bool Connects(int peer) const { return peers_[static_cast<size_t>(peer)]; }
 
   // A handshake from `from` on `channel` succeeded: nullopt to keep it, else
   // why it is refused.
@@ -38,6 +42,7 @@ class MeshLedger {
   int rank_;
   int awaited_;
   int expected_;
+  std::vector<bool> peers_;  // connected during formation
   std::vector<std::vector<int>> conns_;
 };
 

@@ -23,7 +23,8 @@ Group::Group(Config config, std::vector<int> control_fds)
     : config_(std::move(config)),
       state_(config_.rank, config_.names, config_.heartbeat_timeout_s, config_.clock->Now(),
              config_.heartbeat_peers),
-      control_fds_(std::move(control_fds)) {
+      control_fds_(std::move(control_fds)),
+      flood_(static_cast<int>(config_.names.size())) {
   if (!config_.recorder) config_.recorder = std::make_shared<FlightRecorder>();
   control_fds_.resize(config_.names.size(), -1);
   abort_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -57,13 +58,13 @@ Status Group::ForFailedCall(const Status& own) const {
   return state_.ForFailedCall(own);
 }
 
-void Group::SendLocked(uint32_t type, uint32_t code, const void* body, size_t bytes, int only) {
+void Group::SendLocked(uint32_t type, uint32_t code, const void* body, size_t bytes, int only, int except) {
   bytes = std::min<size_t>(bytes, kMaxControlText);
   ControlHeader h{kControlMagic, type, code, static_cast<uint32_t>(bytes)};
   std::string frame(reinterpret_cast<const char*>(&h), sizeof h);
   frame.append(static_cast<const char*>(body), bytes);
   for (int r = 0; r < static_cast<int>(control_fds_.size()); ++r) {
-    if (control_fds_[r] < 0 || (only >= 0 && r != only)) continue;
+    if (control_fds_[r] < 0 || (only >= 0 && r != only) || r == except) continue;
     // Control frames are tiny; a peer that cannot take one in 200 ms is dead anyway.
     (void)WriteAll(control_fds_[r], frame.data(), frame.size(), DeadlineAfter(0.2));
   }
@@ -169,17 +170,24 @@ std::vector<ProgressReport> Group::Exchange(uint64_t seq, Deadline deadline) {
   std::lock_guard<std::mutex> one_at_a_time(exchange_mu_);
   std::unique_lock<std::mutex> lock(mu_);
   asking_ = seq;
+  asking_id_ = ++last_query_;
+  (void)flood_.FirstSight(rank(), asking_id_, -1);  // our own question's copies come back: dropped
   answers_.assign(config_.names.size(), ProgressReport{});
   answers_[static_cast<size_t>(rank())] = config_.recorder->Report(seq);
-  ProgressQueryWire q{seq};
+  const bool connected =
+      std::any_of(control_fds_.begin(), control_fds_.end(), [](int fd) { return fd >= 0; });
+  ProgressQueryWire q{seq, asking_id_, rank()};
   SendLocked(kProgressQuery, 0, &q, sizeof q);
+  // Everyone answers (through the flood, not only our fingers).
   auto all_in = [&] {
+    if (!connected) return true;
     for (size_t r = 0; r < answers_.size(); ++r)
-      if (answers_[r].progress == Progress::kUnknown && control_fds_[r] >= 0) return false;
+      if (answers_[r].progress == Progress::kUnknown) return false;
     return true;
   };
   answers_cv_.wait_until(lock, deadline, all_in);
   asking_ = 0;
+  asking_id_ = 0;
   return answers_;
 }
 
@@ -195,6 +203,13 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
   } else if (type == kProgressQuery && body.size() == sizeof(ProgressQueryWire)) {
     ProgressQueryWire q;
     std::memcpy(&q, body.data(), sizeof q);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A copy, or an older question: dropped. Else passed on to our other
+      // fingers, once, and answered.
+      if (!flood_.FirstSight(q.origin, q.id, peer)) return;
+      SendLocked(kProgressQuery, 0, &q, sizeof q, -1, peer);
+    }
     ProgressReport r = config_.recorder->Report(q.seq);
     ProgressReportWire w{q.seq,
                          r.last_finished,
@@ -206,13 +221,22 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
                          static_cast<uint8_t>(r.info.kind),
                          static_cast<uint8_t>(r.info.dtype),
                          0,
-                         0,
-                         r.info.timeout_s};
+                         q.id,
+                         r.info.timeout_s,
+                         rank(),
+                         q.origin};
     std::lock_guard<std::mutex> lock(mu_);
-    SendLocked(kProgressReport, 0, &w, sizeof w, peer);
+    SendLocked(kProgressReport, 0, &w, sizeof w, peer);  // the way the question came
   } else if (type == kProgressReport && body.size() == sizeof(ProgressReportWire)) {
     ProgressReportWire w;
     std::memcpy(&w, body.data(), sizeof w);
+    if (w.from < 0 || w.from >= size() || w.to < 0 || w.to >= size()) return;
+    if (w.to != rank()) {  // someone else's answer: on towards its asker
+      std::lock_guard<std::mutex> lock(mu_);
+      const int hop = flood_.WayBack(w.to, w.id);
+      if (hop >= 0 && hop != peer) SendLocked(kProgressReport, 0, &w, sizeof w, hop);
+      return;
+    }
     ProgressReport r;
     r.progress = w.progress <= static_cast<uint8_t>(Progress::kFailed) ? static_cast<Progress>(w.progress)
                                                                        : Progress::kUnknown;
@@ -227,11 +251,16 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
     r.info.timeout_s = w.timeout_s;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (asking_ != w.seq) return;  // a late answer to an earlier question
-      answers_[static_cast<size_t>(peer)] = r;
+      if (asking_id_ == 0 || asking_id_ != w.id || asking_ != w.seq) return;  // a late answer
+      answers_[static_cast<size_t>(w.from)] = r;
     }
     answers_cv_.notify_all();
   }
+}
+
+Clock::duration Group::HeartbeatPeriod() const {
+  return std::chrono::milliseconds(
+      static_cast<int64_t>(std::clamp(config_.heartbeat_timeout_s * 1000 / 4, 50.0, 1000.0)));
 }
 
 void Group::StartMonitor() {
@@ -242,8 +271,7 @@ void Group::StartMonitor() {
 
 void Group::MonitorLoop() {
   const int n = size();
-  const auto hb_period = std::chrono::milliseconds(
-      static_cast<int64_t>(std::clamp(config_.heartbeat_timeout_s * 1000 / 4, 50.0, 1000.0)));
+  const auto hb_period = HeartbeatPeriod();
   std::vector<int> fds;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -363,8 +391,18 @@ void Group::Close(bool goodbye) {
   }
   answers_cv_.notify_all();
   std::vector<pollfd> open;
-  for (int fd : fds) {
-    if (fd >= 0) {
+  for (int p = 0; p < static_cast<int>(fds.size()); ++p) {
+    const int fd = fds[p];
+    bool lost;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      lost = state_.Lost(p) || state_.Silence(p, config_.clock->Now()) > 2 * HeartbeatPeriod();
+    }
+    // A peer found dead, or silent for two heartbeat periods (a frozen one,
+    // found by another of its fingers), is not waited for: else its fingers
+    // would exit a drain's bound later than the members that had no
+    // connection to it.
+    if (fd >= 0 && !lost) {
       ::shutdown(fd, SHUT_WR);
       open.push_back({fd, POLLIN, 0});
     }

@@ -18,6 +18,7 @@
 #include "collectives/link_model.h"
 #include "group/flight_recorder_ring.h"
 #include "group/group_state.h"
+#include "group/overlay.h"
 #include "transport/transport.h"
 
 namespace ringmaster::internal {
@@ -91,7 +92,9 @@ class Group final : public GroupView {
   void WaitForAbort(int ms) const;
 
   // The diagnosis: asks every member (bounded by `deadline`) where it stands
-  // with collective #seq; a member that does not answer is kUnknown.
+  // with collective #seq; a member that does not answer is kUnknown. The
+  // question floods over the control connections (the overlay's fingers),
+  // the answers come back the way it came (overlay.h, FloodSeen).
   std::vector<ProgressReport> Exchange(uint64_t seq, Deadline deadline);
 
   void StartMonitor();
@@ -103,14 +106,17 @@ class Group final : public GroupView {
   void Apply(const GroupDecision& d, const Status& cause);
   template <class Event>
   void Run(Event&& event);
-  void SendLocked(uint32_t type, uint32_t code, const void* body, size_t bytes, int only = -1);
+  // To every control connection, or `only` that one, never to `except`.
+  void SendLocked(uint32_t type, uint32_t code, const void* body, size_t bytes, int only = -1,
+                  int except = -1);
   void Report(const Status& cause);
   void MonitorLoop();
+  Clock::duration HeartbeatPeriod() const;  // T / 4, within [50 ms, 1 s]
   void OnFrame(int peer, uint32_t type, uint32_t code, const std::string& body);
   [[noreturn]] void Terminate();  // SIGTERM (terminate.h): report, then die of it
 
   Config config_;
-  mutable std::mutex mu_;  // state_, control_fds_, answers_
+  mutable std::mutex mu_;  // state_, control_fds_, answers_, asking_*, flood_
   GroupState state_;
   std::vector<int> control_fds_;
   std::atomic<bool> aborted_{false};
@@ -119,6 +125,9 @@ class Group final : public GroupView {
   std::mutex exchange_mu_;
   mutable std::condition_variable answers_cv_;
   uint64_t asking_ = 0;
+  uint32_t asking_id_ = 0;  // our flood's number (0: none in progress)
+  uint32_t last_query_ = 0;
+  FloodSeen flood_{0};
   std::vector<ProgressReport> answers_;
   std::thread monitor_;
   int wake_fd_ = -1;

@@ -13,7 +13,8 @@ GroupState::GroupState(int rank, std::vector<std::string> names, double heartbea
       hb_timeout_s_(heartbeat_timeout_s),
       last_seen_(names_.size(), now),
       gone_(names_.size(), false),
-      watched_(names_.size(), watched.empty()) {
+      watched_(names_.size(), watched.empty()),
+      lost_(names_.size(), false) {
   for (int p : watched)
     if (p >= 0 && p < static_cast<int>(watched_.size())) watched_[p] = true;
   if (rank_ >= 0 && rank_ < static_cast<int>(gone_.size()))
@@ -44,6 +45,7 @@ GroupDecision GroupState::Tick(Clock::time_point now) {
   for (size_t p = 0; p < last_seen_.size(); ++p) {
     if (gone_[p] || !watched_[p] || now - last_seen_[p] <= hb_timeout_) continue;
     gone_[p] = true;
+    lost_[p] = true;
     return AbortWith(UnreachableError(names_[p], Self(), HowNoHeartbeat(hb_timeout_s_)), true, true);
   }
   return {};
@@ -54,6 +56,7 @@ GroupDecision GroupState::ConnectionLost(int peer, const std::string& how) {
   const bool said_goodbye = gone_[peer];
   gone_[peer] = true;
   if (said_goodbye) return {};  // its close after a goodbye is the orderly end
+  lost_[peer] = true;
   return AbortWith(UnreachableError(names_[peer], Self(), how), true, true);
 }
 
@@ -65,17 +68,20 @@ GroupDecision GroupState::Goodbye(int peer) {
 GroupDecision GroupState::AbortFrame(int /*peer*/, StatusCode code, const std::string& text) {
   if (code == StatusCode::kOk || static_cast<int>(code) > 16) code = StatusCode::kAborted;
   // The peer's own words: every member reports one cause in one wording.
-  return AbortWith(Status(code, text), false, true);
+  // The first one is passed on to our fingers (the flood over the control
+  // overlay: each member sends its one abort once, so the copies stop).
+  return AbortWith(Status(code, text), true, true);
 }
 
 GroupDecision GroupState::ReformFrame(int /*peer*/, const std::string& text) {
-  GroupDecision d = AbortWith(AbortedError(text), false, false);
+  GroupDecision d = AbortWith(AbortedError(text), true, false);
   if (d.abort) peer_reformed_ = true;
+  d.reform = d.abort;  // passed on as what it is
   return d;
 }
 
 GroupDecision GroupState::ProtocolError(int peer) {
-  if (peer >= 0 && peer < static_cast<int>(gone_.size())) gone_[peer] = true;
+  if (peer >= 0 && peer < static_cast<int>(gone_.size())) gone_[peer] = lost_[peer] = true;
   return AbortWith(InternalError("protocol error on the control connection from " + names_[peer]), true,
                    true);
 }

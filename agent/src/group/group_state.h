@@ -17,7 +17,7 @@ namespace ringmaster::internal {
 
 struct GroupDecision {
   bool abort = false;       // the group is aborted now, with cause()
-  bool tell_peers = false;  // send the cause to every member
+  bool tell_peers = false;  // send the cause to our fingers (who pass it on: a flood)
   bool report = false;      // a failure: print it, dump the recorder, write the termination log
   bool reform = false;      // what the peers are told is a reform (kReformFrame), not a failure
 };
@@ -40,8 +40,11 @@ class GroupState {
   void Paused(Clock::duration paused);
   GroupDecision ConnectionLost(int peer, const std::string& how);
   GroupDecision Goodbye(int peer);  // an orderly exit: not a failure by itself
+  // A peer's abort (its own, or one it passes on): the first is ours too,
+  // in its words, and is passed on to our fingers; later ones are dropped.
   GroupDecision AbortFrame(int peer, StatusCode code, const std::string& text);
-  // A peer announced Reform(): our collectives stop, but nothing failed.
+  // A peer announced Reform() (or passes it on): our collectives stop, but
+  // nothing failed; passed on once like an abort.
   GroupDecision ReformFrame(int peer, const std::string& text);
   GroupDecision ProtocolError(int peer);
 
@@ -70,6 +73,16 @@ class GroupState {
   // Whether heartbeats from `peer` are still expected (never from a peer
   // that is not watched: its own fingers watch it).
   bool Watching(int peer) const;
+  // Whether `peer` was found lost here (closed, silent or garbled; not a
+  // goodbye): nobody waits for it to close its end.
+  bool Lost(int peer) const {
+    return peer >= 0 && peer < static_cast<int>(lost_.size()) && lost_[static_cast<size_t>(peer)];
+  }
+  // How long `peer` has been silent at `now` (zero for a peer out of range).
+  Clock::duration Silence(int peer, Clock::time_point now) const {
+    if (peer < 0 || peer >= static_cast<int>(last_seen_.size())) return Clock::duration::zero();
+    return now - last_seen_[static_cast<size_t>(peer)];
+  }
   // A reform may begin once this formation is aborted.
   bool MayReform() const { return aborted_; }
   // When Tick must run next (the earliest heartbeat deadline).
@@ -86,6 +99,7 @@ class GroupState {
   std::vector<Clock::time_point> last_seen_;
   std::vector<bool> gone_;     // closed, said goodbye, or declared lost
   std::vector<bool> watched_;  // heartbeats expected
+  std::vector<bool> lost_;     // found lost here
   bool aborted_ = false;
   bool peer_reformed_ = false;
   Status cause_;

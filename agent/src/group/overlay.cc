@@ -17,3 +17,19 @@ std::vector<int> Fingers(int rank, int size) {
 }
 
 }  // namespace ringmaster::internal
+
+namespace ringmaster::internal {
+
+bool FloodSeen::FirstSight(int origin, uint32_t id, int from) {
+  if (origin < 0 || origin >= static_cast<int>(last_.size()) || id <= last_[origin]) return false;
+  last_[origin] = id;
+  back_[origin] = from;
+  return true;
+}
+
+int FloodSeen::WayBack(int origin, uint32_t id) const {
+  if (origin < 0 || origin >= static_cast<int>(last_.size()) || last_[origin] != id) return -1;
+  return back_[origin];
+}
+
+}  // namespace ringmaster::internal

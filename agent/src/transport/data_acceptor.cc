@@ -110,15 +110,9 @@ void DataAcceptor::Loop() {
     for (size_t i = pending.size(); i-- > 0;) {
       if (!pfds[i].revents) continue;
       auto& h = pending[i];
-      char buf[sizeof(Hello)];
-      ssize_t r = ::recv(h.fd, buf, std::min(sizeof buf, h.hs.Need()), 0);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-        drop(i, "closed during the handshake");
-        continue;
-      }
-      if (r < 0) continue;
-      auto step = h.hs.Feed(std::string_view(buf, static_cast<size_t>(r)));
-      if (step.kind == HandshakeAcceptor::Kind::kNeedMore) continue;
+      auto read = ReadHandshake(h.fd, h.hs);
+      if (!read) continue;
+      auto step = std::move(*read);
       if (step.kind == HandshakeAcceptor::Kind::kAccepted) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto why = RefusalLocked(h.hs.from(), h.hs.channel()); !why.empty()) {
@@ -137,7 +131,7 @@ void DataAcceptor::Loop() {
         continue;
       }
       if (!step.reply.empty() && !WriteAll(h.fd, step.reply.data(), step.reply.size(), h.until).ok()) {
-        drop(i, "closed during the handshake");
+        drop(i, kClosedDuringHandshake);
         continue;
       }
       if (step.kind == HandshakeAcceptor::Kind::kAccepted) {

@@ -34,8 +34,13 @@ FdBudget ReadBudget() {
 
 }  // namespace
 
-int64_t MeshDescriptors(int size, int channels) {
-  return static_cast<int64_t>(std::max(size - 1, 0)) * std::max(channels, 1) + 1 + kFdMargin;
+int64_t MeshDescriptors(int size, int channels, int control_peers, bool first_use) {
+  const int64_t others = std::max(size - 1, 0);
+  int log2 = 0;
+  while ((int64_t{1} << log2) < size) ++log2;
+  const int64_t control = control_peers < 0 ? others : std::min<int64_t>(control_peers, others);
+  const int64_t data_peers = first_use ? std::min<int64_t>(others, 2 + log2) : others;
+  return control + data_peers * std::max(channels - 1, 0) + 1 + kFdMargin;
 }
 
 FdVerdict JudgeFdBudget(int64_t need, const FdBudget& b, int size, int channels) {
@@ -45,7 +50,7 @@ FdVerdict JudgeFdBudget(int64_t need, const FdBudget& b, int size, int channels)
   return {std::nullopt,
           FailedPreconditionError("group formation: too few file descriptors: a group of " +
                                   std::to_string(size) + " members with " + std::to_string(channels) +
-                                  " connections per pair needs about " + std::to_string(need) +
+                                  " channels (control and data) needs about " + std::to_string(need) +
                                   " in each member (" + std::to_string(b.open) +
                                   " are open already), but this process may open " + Limit(b.soft) +
                                   " (RLIMIT_NOFILE; its hard limit is " + Limit(b.hard) +
@@ -54,16 +59,16 @@ FdVerdict JudgeFdBudget(int64_t need, const FdBudget& b, int size, int channels)
                                   "streams (RINGMASTER_STREAMS)")};
 }
 
-Status EnsureMeshDescriptors(int size, int channels) {
+Status EnsureMeshDescriptors(int64_t need, int size, int channels) {
   const FdBudget b = ReadBudget();
-  FdVerdict v = JudgeFdBudget(MeshDescriptors(size, channels), b, size, channels);
+  FdVerdict v = JudgeFdBudget(need, b, size, channels);
   if (!v.error.ok() || !v.raise_to) return v.error;
   rlimit rl{};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return OkStatus();
   rl.rlim_cur = static_cast<rlim_t>(*v.raise_to);
   if (::setrlimit(RLIMIT_NOFILE, &rl) == 0) return OkStatus();
   // Not allowed after all (a seccomp profile, say): the verdict without a hard limit to climb to.
-  return JudgeFdBudget(MeshDescriptors(size, channels), {b.open, b.soft, b.soft}, size, channels).error;
+  return JudgeFdBudget(need, {b.open, b.soft, b.soft}, size, channels).error;
 }
 
 std::string DescribeFdLimit() {

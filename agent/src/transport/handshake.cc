@@ -1,6 +1,9 @@
 #include "transport/handshake.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace ringmaster::internal {
@@ -125,6 +128,17 @@ Status CheckChallenge(const MeshView& view, const Hello& hello, const Challenge&
   }
   proof->proof = ProofOf(*view.key, "data-connect", hello, c.server_nonce);
   return OkStatus();
+}
+
+std::optional<HandshakeAcceptor::Step> ReadHandshake(int fd, HandshakeAcceptor& hs) {
+  char buf[sizeof(Hello)];
+  const ssize_t r = ::recv(fd, buf, std::min(sizeof buf, hs.Need()), 0);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+    return HandshakeAcceptor::Step{HandshakeAcceptor::Kind::kRejected, "", kClosedDuringHandshake};
+  if (r < 0) return std::nullopt;
+  auto step = hs.Feed(std::string_view(buf, static_cast<size_t>(r)));
+  if (step.kind == HandshakeAcceptor::Kind::kNeedMore) return std::nullopt;
+  return step;
 }
 
 }  // namespace ringmaster::internal

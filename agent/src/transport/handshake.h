@@ -8,6 +8,7 @@
 // same messages flow with empty proofs (a group without a key).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +51,14 @@ class HandshakeAcceptor {
   size_t got_ = 0;
   Hello hello_{};
 };
+
+// The acceptor's side over one non-blocking connection (formation's mesh and
+// the data acceptor share it): reads at most what `hs` needs from `fd` and
+// feeds it. nullopt: nothing complete yet (poll again); else the step. A
+// connection closed or broken meanwhile is a kRejected step without reply,
+// "closed during the handshake".
+inline constexpr const char* kClosedDuringHandshake = "closed during the handshake";
+std::optional<HandshakeAcceptor::Step> ReadHandshake(int fd, HandshakeAcceptor& hs);
 
 // The connector's Hello to `to` on `channel`.
 Hello MakeHello(const MeshView& view, int to, int channel, const Nonce& client_nonce);

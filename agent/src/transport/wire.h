@@ -87,16 +87,24 @@ class ControlFrameParser {
   bool broken_ = false;
 };
 
+// The diagnosis travels as a flood over the control overlay (group/overlay.h):
+// `origin` asks, numbering its floods `id` = 1, 2, ...; every member passes
+// the query on once and answers, the answer (to `origin`, from `from`) going
+// back the way the query came, relayed hop by hop.
 struct ProgressQueryWire {
   uint64_t seq;
+  uint32_t id;
+  int32_t origin;
 };
+static_assert(sizeof(ProgressQueryWire) == 16);
 struct ProgressReportWire {
   uint64_t seq, last_finished, last_started, bytes;
   int32_t pack, packs;
   uint8_t progress, kind, dtype, reserved;
-  uint32_t reserved2;
+  uint32_t id;  // the query's
   double timeout_s;
+  int32_t from, to;
 };
-static_assert(sizeof(ProgressReportWire) == 56);
+static_assert(sizeof(ProgressReportWire) == 64);
 
 }  // namespace ringmaster::internal
