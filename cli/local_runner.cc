@@ -100,7 +100,7 @@ class Runner {
     bool finished = false;
     while (!finished && !g_interrupted) {
       LocalStep step = PlanLocalStep(job_, status_, Observations(), std::time(nullptr));
-      for (const auto& line : step.lines) Say(line);
+      for (const auto& line : step.lines) Say(OfKind(line));
       NoteRecoveries(step);
       status_ = std::move(step.status);
       for (const auto& c : step.commands) Apply(c);
@@ -116,6 +116,15 @@ class Runner {
 
  private:
   void Say(const std::string& line) { out_ << "[ringmaster] " << line << std::endl; }
+  // The job's conditions and events speak of the DistributedJob it runs as;
+  // a TFJob's run names the kind its file wrote.
+  std::string OfKind(std::string text) const {
+    const std::string ours = "DistributedJob " + job_.name;
+    if (opts_.kind == "DistributedJob") return text;
+    for (size_t at = text.find(ours); at != std::string::npos; at = text.find(ours, at))
+      text.replace(at, ours.size(), opts_.kind + " " + job_.name);
+    return text;
+  }
 
   // What the summary tells of the recoveries in place: how many, how long
   // each took, how small the group ran, who was not back at the end.
@@ -545,7 +554,7 @@ class Runner {
                           : status_.Is(ConditionType::kSucceeded) ? "Succeeded"
                                                                   : "Failed";
     out_ << "[ringmaster] job " << job_.name << ": " << verdict;
-    if (end && end->status) out_ << " (" << end->reason << ": " << end->message << ")";
+    if (end && end->status) out_ << " (" << end->reason << ": " << OfKind(end->message) << ")";
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.1f", seconds);
     out_ << " after " << secs << "s, " << status_.restart_count << " restarts\n";

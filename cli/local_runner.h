@@ -18,6 +18,9 @@ struct LocalRunOptions {
   // On Ctrl-C (and a replica deleted mid-run): SIGTERM at once, SIGKILL after this.
   double grace_seconds = 5;
   double tick_seconds = 0.2;  // how often the state machine runs when idle
+  // The kind the file wrote (a TFJob runs as its DistributedJob): what the
+  // summary calls the job.
+  std::string kind = "DistributedJob";
 };
 
 // Returns the process exit code: 0 only if the job succeeded, 1 if it

@@ -228,6 +228,7 @@ int Run(const std::string& file, const std::string& job_name, cli::LocalRunOptio
   auto loaded = LoadOne(file, job_name);
   if (!loaded) return 1;
   opts.bin_dir = BinDir();
+  opts.kind = loaded->kind;
   return cli::RunLocally(*loaded->loaded.job, opts, std::cout);
 }
 

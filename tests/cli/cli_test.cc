@@ -172,6 +172,9 @@ TEST(Cli, TakesAKubeflowTfJob) {
   EXPECT_NE(r.output.find("[chief-0] tf RING 2048"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("[worker-1] tf RING 2048"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("sidecar"), std::string::npos) << r.output;
+  // The summary names the kind the file wrote.
+  EXPECT_NE(r.output.find("(JobSucceeded: TFJob tfjob-cli succeeded"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("DistributedJob tfjob-cli"), std::string::npos) << r.output;
 
   r = Ringmaster("convert " + file);
   EXPECT_EQ(r.exit_code, 0) << r.output;
