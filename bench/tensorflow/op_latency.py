@@ -3,7 +3,11 @@
 `rm.all_reduce` (in a tf.function and eagerly) against the engine alone
 (`ringmaster.default_communicator().all_reduce` on a 1-element NumPy array),
 N = 3 local processes, 3 rounds of 300 timed calls each (20 warm-up), the
-median per call in microseconds, rank 0's.
+median per call in microseconds, rank 0's. Beside them, what the fixed
+cost is made of: TensorFlow's own cost of a call (tf.identity, in a
+tf.function and eagerly), the op on an empty tensor (the call and the
+agreement, no all-reduce: the members still gather their proposals), and
+the agreement's size alone through the engine (an all-gather of 8 words).
 
     python bench/tensorflow/op_latency.py          (with the TensorFlow venv's python)
 """
@@ -28,6 +32,9 @@ def member() -> None:
     comm = ringmaster.default_communicator()
     x, arr = tf.ones([1]), np.ones(1, np.float32)
     f = tf.function(lambda t: rm.all_reduce("sum", [t]))
+    ident = tf.function(lambda t: tf.identity(t))
+    empty = tf.zeros([0])
+    words = np.zeros(8, np.int64)
 
     def median_us(fn, n=300):
         for _ in range(20):
@@ -44,6 +51,12 @@ def member() -> None:
         res.setdefault("op, tf.function", []).append(median_us(lambda: f(x)[0].numpy()))
         res.setdefault("op, eager", []).append(median_us(lambda: rm.all_reduce("sum", [x])[0].numpy()))
         res.setdefault("engine alone", []).append(median_us(lambda: comm.all_reduce(arr, "sum")))
+        res.setdefault("tf.identity, tf.function", []).append(median_us(lambda: ident(x).numpy()))
+        res.setdefault("tf.identity, eager", []).append(median_us(lambda: tf.identity(x).numpy()))
+        res.setdefault("op on an empty tensor, tf.function", []).append(median_us(lambda: f(empty)[0].numpy()))
+        res.setdefault("op on an empty tensor, eager", []).append(
+            median_us(lambda: rm.all_reduce("sum", [empty])[0].numpy()))
+        res.setdefault("engine all-gather of 8 words", []).append(median_us(lambda: comm.all_gather(words)))
     if rm.rank() == 0:
         print(json.dumps({k: [round(v, 1) for v in vs] for k, vs in res.items()}), flush=True)
     os._exit(0)
