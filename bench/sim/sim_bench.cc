@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
       const auto r = ringmaster::testing::RunMeshSim(c);
       const auto& m = r.max_follower;
       const auto& l = r.bills[0];
+      std::string error = r.error;  // a JSON string: no quotes or backslashes inside
+      for (char& ch : error)
+        if (ch == '"' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20) ch = '\'';
       char line[1024];
       std::snprintf(
           line, sizeof line,
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
           "\"follower_max\":{\"connections\":%d,\"control\":%d,\"data\":%d,\"messages\":%d,\"formation\":%d,"
           "\"heartbeat\":%d,\"data_messages\":%d},\"follower_mean\":{\"connections\":%.2f,\"messages\":%.2f},"
           "\"leader\":{\"connections\":%d,\"formation_messages\":%d,\"other_messages\":%d},\"log2n\":%.0f}",
-          n, c.streams, r.formed ? "true" : "false", r.correct ? "true" : "false", r.error.c_str(),
+          n, c.streams, r.formed ? "true" : "false", r.correct ? "true" : "false", error.c_str(),
           r.formation_s, r.probe_s, r.allreduce_s, r.wall_s,
           static_cast<unsigned long long>(r.total_messages), m.connections(), m.control_connections,
           m.data_connections, m.messages(), m.formation_messages, m.heartbeat_messages, m.data_messages,
