@@ -23,8 +23,7 @@ class AgentBootstrap final : public Bootstrap {
     if (c_.names.size() < 2) return OkStatus();  // a group of one forms alone
     service_ =
         std::make_unique<AgentService>(c_.rank, c_.names, c_.timeout_s, c_.key, c_.refusals, c_.elastic);
-    auto server =
-        ServeControl(service_.get(), c_.own_port, c_.names[c_.rank], static_cast<int>(c_.names.size()));
+    auto server = ServeControl(service_.get(), c_.own_port, c_.names[c_.rank]);
     if (!server.ok()) return server.status();
     server_ = std::move(*server);
     return OkStatus();

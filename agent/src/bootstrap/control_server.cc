@@ -9,7 +9,7 @@
 namespace ringmaster::internal {
 
 StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int members) {
+                                                     int max_threads) {
   grpc::ServerBuilder builder;
   int selected = 0;
   builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
@@ -18,13 +18,13 @@ StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int 
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Bounded under abuse: a connection must finish HTTP/2's handshake within
   // 2 s and is closed after 5 s without a call; all of it within 32 MiB and
-  // enough threads for every member's Join (each waits for the round) plus
-  // a few callers.
+  // a fixed number of threads: a Join waiting for its round holds none
+  // (FormationHub::FollowerJoinLater), so the number does not grow with N.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 2000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5000);
   grpc::ResourceQuota quota("ringmaster-agent");
   quota.Resize(32 << 20);
-  quota.SetMaxThreads(std::max(16, 2 * members + 8));
+  quota.SetMaxThreads(std::max(2, max_threads));
   builder.SetResourceQuota(quota);
   auto server = builder.BuildAndStart();
   if (server && selected != 0) return server;

@@ -13,11 +13,16 @@ class Server;
 
 namespace ringmaster::internal {
 
+// The server threads the control service may use, whatever the group's size:
+// its methods are callbacks (control_service.h), none holds a thread while
+// it waits, so a Join waiting for its round costs no thread.
+constexpr int kControlThreads = 16;
+
 // Serves `service` on `port` (0: the kernel picks), bounded for a group of
-// `members` (memory, threads, and strangers' idle or half-open connections
-// closed within seconds). A port that cannot be bound fails with its cause
-// ("address already in use") and names `task`.
+// any size (memory, `max_threads` threads, and strangers' idle or half-open
+// connections closed within seconds). A port that cannot be bound fails
+// with its cause ("address already in use") and names `task`.
 StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int members);
+                                                     int max_threads = kControlThreads);
 
 }  // namespace ringmaster::internal

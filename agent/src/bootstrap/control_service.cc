@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <random>
 
 #include "bootstrap/join_checks.h"
@@ -82,21 +83,46 @@ AgentService::AgentService(int rank, std::vector<std::string> names, double form
       refusals_(refusals),
       hub_(rank, std::move(names), key, RandomId, elastic) {}
 
-grpc::Status AgentService::Refuse(grpc::ServerContext* ctx, const Status& why) {
-  refusals_->Refuse(PeerHost(ctx->peer()), why.message());
+grpc::Status AgentService::Refuse(const std::string& peer, const Status& why) {
+  refusals_->Refuse(PeerHost(peer), why.message());
   return ToGrpc(why);
 }
 
-grpc::Status AgentService::Challenge(grpc::ServerContext*, const pb::ChallengeRequest*,
-                                     pb::ChallengeResponse* resp) {
+grpc::ServerUnaryReactor* AgentService::Challenge(grpc::CallbackServerContext* ctx,
+                                                  const pb::ChallengeRequest*, pb::ChallengeResponse* resp) {
   const auto answer = hub_.Challenge();
   resp->set_key_required(answer.key_required);
   if (answer.key_required) resp->set_server_nonce(answer.server_nonce);
-  return grpc::Status::OK;
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
-grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest* req,
-                                pb::JoinResponse* resp) {
+namespace {
+
+// One Join held by the hub: finished by the hub's answer (FollowerJoinLater)
+// or given up when gRPC cancels the call. gRPC calls OnCancel only after
+// Join returned the reactor, so the ticket is set by then; the hub runs the
+// answer exactly once, so Finish is called exactly once.
+class JoinReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit JoinReactor(FormationHub* hub) : hub_(hub) {}
+  void set_ticket(uint64_t ticket) { ticket_ = ticket; }
+  void OnCancel() override {
+    if (const uint64_t t = ticket_.load(); t != 0) hub_->Cancel(t);
+  }
+  void OnDone() override { delete this; }
+  bool stranger = false;  // set by the hub before a refusal's answer runs
+
+ private:
+  FormationHub* hub_;
+  std::atomic<uint64_t> ticket_{0};
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AgentService::Join(grpc::CallbackServerContext* ctx, const pb::JoinRequest* req,
+                                             pb::JoinResponse* resp) {
   // Answer a little before the caller's deadline so it learns who is missing.
   auto limit = ctx->deadline() - std::chrono::milliseconds(300);
   const auto wall_now = std::chrono::system_clock::now();
@@ -105,30 +131,45 @@ grpc::Status AgentService::Join(grpc::ServerContext* ctx, const pb::JoinRequest*
   if (limit > cap) limit = cap;
   const Deadline until = Clock::now() + std::chrono::duration_cast<Clock::duration>(limit - wall_now);
   const JoinClaim claim = ClaimOf(*req);
-  bool stranger = false;
-  auto table = hub_.FollowerJoin(
-      claim, PeerHost(ctx->peer()), until, [ctx] { return ctx->IsCancelled(); }, &stranger);
-  if (!table.ok()) return stranger ? Refuse(ctx, table.status()) : ToGrpc(table.status());
-  ToProto(*table, resp);
-  if (!key_->empty()) {
-    Mac proof = internal::TableProof(*key_, claim, *table);
-    resp->set_proof(proof.data(), proof.size());
-  }
-  return grpc::Status::OK;
+  auto* reactor = new JoinReactor(&hub_);
+  const std::string peer = ctx->peer();
+  // Runs once, maybe on another thread (the round's last joiner's, the
+  // leader's, the hub's timer); `resp` and the reactor live until Finish.
+  auto answer = [this, reactor, resp, claim, peer](StatusOr<Table> table) {
+    if (!table.ok()) {
+      reactor->Finish(reactor->stranger ? Refuse(peer, table.status()) : ToGrpc(table.status()));
+      return;
+    }
+    ToProto(*table, resp);
+    if (!key_->empty()) {
+      Mac proof = internal::TableProof(*key_, claim, *table);
+      resp->set_proof(proof.data(), proof.size());
+    }
+    reactor->Finish(grpc::Status::OK);
+  };
+  reactor->set_ticket(
+      hub_.FollowerJoinLater(claim, PeerHost(peer), until, std::move(answer), &reactor->stranger));
+  return reactor;
 }
 
-grpc::Status AgentService::GetStatus(grpc::ServerContext* ctx, const pb::StatusRequest* req,
-                                     pb::StatusResponse* resp) {
-  if (Status st = hub_.CheckStatusCaller(req->server_nonce(), req->client_nonce(), req->proof()); !st.ok())
-    return Refuse(ctx, st);
-  std::lock_guard<std::mutex> lock(mu_);
-  resp->set_refused(refusals_->count());
-  resp->set_rank(rank_);
-  resp->set_task_name(names_[rank_]);
-  resp->set_incarnation(incarnation_);
-  resp->set_aborted(!health_.ok());
-  resp->set_abort_reason(health_.ToString());
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* AgentService::GetStatus(grpc::CallbackServerContext* ctx,
+                                                  const pb::StatusRequest* req, pb::StatusResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (Status st = hub_.CheckStatusCaller(req->server_nonce(), req->client_nonce(), req->proof()); !st.ok()) {
+    reactor->Finish(Refuse(ctx->peer(), st));
+    return reactor;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    resp->set_refused(refusals_->count());
+    resp->set_rank(rank_);
+    resp->set_task_name(names_[rank_]);
+    resp->set_incarnation(incarnation_);
+    resp->set_aborted(!health_.ok());
+    resp->set_abort_reason(health_.ToString());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 StatusOr<Table> AgentService::LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s) {

@@ -29,17 +29,25 @@ Status CheckJoin(const ringmaster::agent::v1::JoinRequest& req, const std::vecto
 Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
                const ringmaster::agent::v1::JoinResponse& table);
 
-class AgentService final : public ringmaster::agent::v1::Agent::Service {
+// Every method is gRPC's callback form: none holds a server thread while it
+// waits. Challenge and GetStatus answer at once; Join is answered by the
+// formation hub when its round completes, its deadline passes, its call is
+// cancelled or the service shuts down (FormationHub::FollowerJoinLater), so
+// the leader holds no thread per joiner.
+class AgentService final : public ringmaster::agent::v1::Agent::CallbackService {
  public:
   AgentService(int rank, std::vector<std::string> names, double formation_timeout_s, const JobKey* key,
                RefusalLog* refusals, ElasticSize elastic = {});
 
-  grpc::Status Challenge(grpc::ServerContext* ctx, const ringmaster::agent::v1::ChallengeRequest* req,
-                         ringmaster::agent::v1::ChallengeResponse* resp) override;
-  grpc::Status Join(grpc::ServerContext* ctx, const ringmaster::agent::v1::JoinRequest* req,
-                    ringmaster::agent::v1::JoinResponse* resp) override;
-  grpc::Status GetStatus(grpc::ServerContext* ctx, const ringmaster::agent::v1::StatusRequest* req,
-                         ringmaster::agent::v1::StatusResponse* resp) override;
+  grpc::ServerUnaryReactor* Challenge(grpc::CallbackServerContext* ctx,
+                                      const ringmaster::agent::v1::ChallengeRequest* req,
+                                      ringmaster::agent::v1::ChallengeResponse* resp) override;
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx,
+                                 const ringmaster::agent::v1::JoinRequest* req,
+                                 ringmaster::agent::v1::JoinResponse* resp) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const ringmaster::agent::v1::StatusRequest* req,
+                                      ringmaster::agent::v1::StatusResponse* resp) override;
 
   // The leader's own side of a round: blocks until every member joined (or
   // enough of them, with an elastic size: formation_state.h).
@@ -47,12 +55,14 @@ class AgentService final : public ringmaster::agent::v1::Agent::Service {
   // The leader's: members waiting to join the next round (FormationState::Joiners).
   int Joiners() { return hub_.Joiners(); }
   bool Superseded(const Table& table) { return hub_.Superseded(table); }  // FormationState::Superseded
+  // Joins held by the hub, not answered yet (FormationHub::Waiting).
+  int WaitingJoins() { return hub_.Waiting(); }
   // What GetStatus reports of this member.
   void SetState(uint64_t incarnation, const Status& health);
   void Shutdown();
 
  private:
-  grpc::Status Refuse(grpc::ServerContext* ctx, const Status& why);
+  grpc::Status Refuse(const std::string& peer, const Status& why);
 
   const int rank_;
   const std::vector<std::string> names_;
