@@ -290,6 +290,63 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
+// A Join held by the leader ends when its caller goes away (gRPC cancels the
+// call: the reactor's OnCancel) and when its deadline passes (the hub's
+// timer, a little before the caller's): either way the leader holds nothing
+// of it afterwards, and the caller learns who is missing.
+TEST(GrpcJoin, AHeldJoinEndsWhenItsCallerGoesAwayOrItsDeadlinePasses) {
+  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
+  const internal::JobKey none;
+  internal::RefusalLog refusals("test");
+  internal::AgentService service(0, names, 60, &none, &refusals);
+  const int port = internal::FreeLocalPorts(1)[0];
+  auto server = internal::ServeControl(&service, port, names[0], /*max_threads=*/2);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  auto stub = agent::v1::Agent::NewStub(channel);
+  agent::v1::JoinRequest req;
+  req.set_rank(1);
+  req.set_group_size(3);
+  req.set_task_name(names[1]);
+  req.set_data_port(4001);
+  req.set_process_id(7);
+  auto wait_for = [&](int n) {
+    for (int i = 0; i < 1000 && service.WaitingJoins() != n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return service.WaitingJoins();
+  };
+  {  // The caller cancels.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    agent::v1::JoinResponse resp;
+    std::atomic<bool> done{false};
+    grpc::Status st;
+    stub->async()->Join(&ctx, &req, &resp, [&](grpc::Status s) {
+      st = std::move(s);
+      done = true;
+    });
+    ASSERT_EQ(wait_for(1), 1);
+    ctx.TryCancel();
+    EXPECT_EQ(wait_for(0), 0);
+    for (int i = 0; i < 1000 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_TRUE(done);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
+  }
+  {  // Its deadline passes: answered 0.3 s before it, naming who is missing.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    agent::v1::JoinResponse resp;
+    const grpc::Status st = stub->Join(&ctx, req, &resp);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+    EXPECT_EQ(st.error_message(),
+              "group formation timed out: missing /job:chief/task:0, /job:worker/task:1 (at the leader "
+              "/job:chief/task:0)");
+    EXPECT_EQ(service.WaitingJoins(), 0);
+  }
+  service.Shutdown();
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
 // A Join held without a thread (FollowerJoinLater) is answered exactly once:
 // with the table when its round completes, or naming who is missing at its
 // deadline, when its call is cancelled, or at shutdown.
