@@ -198,6 +198,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   // Heartbeats on the control overlay: a silent member is found by its
   // fingers, whose abort frame tells everyone, naming it.
   gc.heartbeat_peers = Fingers(rank_, size_);
+  gc.forming = true;  // until the link probe is done (Formed())
   gc.recorder = recorder_;
   gc.report.flight_dir = settings_.flight_recorder_dir;
   gc.report.termination_log = settings_.termination_log;
@@ -239,6 +240,12 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   // What the links are like, for AUTO (link_model.h): on the first data
   // stream, before any collective, within the formation's timeout.
   LinkModel link;
+  // The control overlay is watched from now on: a member connects its
+  // fingers only, so it may finish its part of a round that others have
+  // left (a member of it died): a finger's closed control connection, or
+  // the abort it floods, then stops the probe here, and everyone takes the
+  // next round (no report: the group is not formed yet).
+  group->StartMonitor();
   const auto probe_start = Clock::now();
   if (Status st = ProbeLinks(*transports[0], until, &link); !st.ok()) {
     const StatusCode code = st.code() == StatusCode::kUnavailable ? StatusCode::kAborted : st.code();
@@ -260,7 +267,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   set_options.recorder = set_recorder_;
   set_options.exchange = false;
   auto set_executor = std::make_shared<Executor>(group, std::move(set_transport), std::move(set_options));
-  group->StartMonitor();
+  group->Formed();  // failures are reported from now on
   {
     std::lock_guard<std::mutex> lock(mu_);
     executor_ = std::move(executor);

@@ -5,9 +5,13 @@
 // transcripts' (testdata/bootstrap).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "bootstrap/mesh.h"
+#include "group/overlay.h"
+#include "group_util.h"
 #include "local_bootstrap.h"
 #include "transport/fd_budget.h"
 #include "transport/net.h"
@@ -233,6 +237,59 @@ TEST_P(LeftRound, ARestartedMembersDeadEntryEndsItsRoundAndTheGroupFormsWithItsN
 }
 
 INSTANTIATE_TEST_SUITE_P(DeadRank, LeftRound, ::testing::Values(1, 2));
+
+// The same at eight members with the control overlay (each member connects
+// the control channel to its fingers only): most members hold no connection
+// to the dead entry, and a member whose fingers all live may even finish its
+// part of round 0's mesh. The news still travels over the fingers: a member
+// that gives the round up closes its connections, which its fingers see,
+// during formation or (watched from then on) during the link probe, whose
+// abort floods. Every member takes the next round with the new process, long
+// before the deadline, and the group works.
+class LeftRoundSparse : public ::testing::TestWithParam<int> {};
+
+TEST_P(LeftRoundSparse, AtEightEveryMemberFormsTheNextRoundWithTheNewProcess) {
+  constexpr int kN = 8;
+  const int dead = GetParam();
+  auto settings = testing::LocalSettings(kN);
+  for (auto& s : settings) s.formation_timeout_seconds = 60;  // without the fix: everyone waits this long
+  auto bootstraps = testing::InProcessBootstraps(settings);
+  testing::Group g(kN);
+  std::vector<Status> st(kN);
+  const auto start = internal::Clock::now();
+  std::vector<std::thread> threads;
+  // The first process of `dead`: joins with a real listener's port, takes
+  // the table and dies (the listener closes; it connects nobody).
+  std::thread ghost([&] {
+    int port = 0;
+    auto lfd = internal::Listen(0, &port);
+    ASSERT_TRUE(lfd.ok()) << lfd.status().ToString();
+    auto table = bootstraps[dead]->Exchange(
+        MemberEntry{dead, settings[0].group.members[dead].TaskName(), "127.0.0.1", port, 900},
+        DeadlineAfter(60));
+    EXPECT_TRUE(table.ok()) << table.status().ToString();
+    int fd = *lfd;
+    internal::CloseFd(fd);
+  });
+  auto create = [&](int r) {
+    auto c = internal::CommunicatorAccess::Create(settings[r], {std::move(bootstraps[r]), {}});
+    if (c.ok())
+      g[r] = std::move(*c);
+    else
+      st[r] = c.status();
+  };
+  for (int r = 0; r < kN; ++r)
+    if (r != dead) threads.emplace_back(create, r);
+  ghost.join();
+  threads.emplace_back(create, dead);  // its new process
+  for (auto& t : threads) t.join();
+  EXPECT_LT(std::chrono::duration<double>(internal::Clock::now() - start).count(), 20.0)
+      << "nobody waited for the deadline";
+  for (int r = 0; r < kN; ++r) ASSERT_TRUE(g[r]) << r << ": " << st[r].ToString();
+  testing::ExpectExactSum(g);
+}
+
+INSTANTIATE_TEST_SUITE_P(DeadRank, LeftRoundSparse, ::testing::Values(3, 7));
 
 // The descriptors a member needs: for a full mesh one socket per peer and
 // channel; for the sparse one its fingers' control connections and, on each

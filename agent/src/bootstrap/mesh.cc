@@ -70,6 +70,7 @@ StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& 
   if (!fd.ok())
     return UnavailableError("group formation: cannot reach " + peer + ": " + fd.status().message());
   int sock = *fd;
+  const char* what = ch == 0 ? "control connection" : "data connection";
   Status st = ConnectorHandshake(sock, view, p, ch, peer, deadline);
   if (!st.ok()) {
     CloseFd(sock);
@@ -84,10 +85,10 @@ StatusOr<int> ConnectTo(const MeshConfig& c, const MeshView& view, const Table& 
     // peer leaving this round (a member that gives one up drops its
     // handshakes too).
     if (st.code() == StatusCode::kUnavailable)
-      return LeftRound(peer + " closed our data connection during the handshake (" + st.message() +
+      return LeftRound(peer + " closed our " + what + " during the handshake (" + st.message() +
                        "): it left this round");
     return Status(st.code(),
-                  "group formation: " + peer + " did not complete our data connection: " + st.message());
+                  "group formation: " + peer + " did not complete our " + what + ": " + st.message());
   }
   return sock;
 }

@@ -24,6 +24,7 @@ Group::Group(Config config, std::vector<int> control_fds)
       state_(config_.rank, config_.names, config_.heartbeat_timeout_s, config_.clock->Now(),
              config_.heartbeat_peers),
       control_fds_(std::move(control_fds)),
+      formed_(!config_.forming),
       flood_(static_cast<int>(config_.names.size())) {
   if (!config_.recorder) config_.recorder = std::make_shared<FlightRecorder>();
   control_fds_.resize(config_.names.size(), -1);
@@ -84,7 +85,7 @@ void Group::Apply(const GroupDecision& d, const Status& cause) {
     }
   }
   answers_cv_.notify_all();
-  if (d.report) Report(cause);
+  if (d.report && formed_.load(std::memory_order_acquire)) Report(cause);
 }
 
 // Runs one event on the state machine and carries out its decision.

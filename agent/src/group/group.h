@@ -59,6 +59,9 @@ class Group final : public GroupView {
     // Tests without control connections: answers a progress query for
     // every member directly (production asks over the control plane).
     std::function<std::vector<ProgressReport>(uint64_t seq)> probe;
+    // Still forming (the link probe runs): failures are not reported until
+    // Formed().
+    bool forming = false;
   };
   // control_fds[r]: the control connection to member r (-1: none).
   Group(Config config, std::vector<int> control_fds);
@@ -74,8 +77,12 @@ class Group final : public GroupView {
 
   Status AbortStatus() const override;
   const LinkModel& link() const override { return link_; }
-  // Once, after ProbeLinks and before the monitor starts or any op runs.
+  // Once, after ProbeLinks and before any op runs (the monitor never reads it).
   void SetLink(const LinkModel& link) { link_ = link; }
+  // The formation is complete (its link probe done): a failure from now on
+  // is reported (stderr, flight recorder, termination log); before, the
+  // caller forms again or fails formation itself.
+  void Formed() { formed_.store(true, std::memory_order_release); }
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   int abort_fd() const { return abort_fd_; }
   Status ForNewCall() const;
@@ -120,6 +127,7 @@ class Group final : public GroupView {
   GroupState state_;
   std::vector<int> control_fds_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> formed_;
   int abort_fd_ = -1;
   // The exchange in progress (one at a time per member).
   std::mutex exchange_mu_;
