@@ -117,6 +117,15 @@ void Group::Stopping(bool destroyed) {
   Run([&](GroupState& s) { return s.Stopping(destroyed); });
 }
 
+void Group::Formed() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto now = config_.clock->Now();
+    for (int p = 0; p < size(); ++p) state_.HeardFrom(p, now);
+  }
+  formed_.store(true, std::memory_order_release);
+}
+
 void Group::WaitForAbort(int ms) const {
   pollfd pf{abort_fd_, POLLIN, 0};
   (void)::poll(&pf, 1, ms);
@@ -301,7 +310,7 @@ void Group::MonitorLoop() {
       }
       next_hb = now + hb_period;
     }
-    Run([&](GroupState& s) { return s.Tick(now); });
+    if (formed_.load(std::memory_order_acquire)) Run([&](GroupState& s) { return s.Tick(now); });
     std::vector<pollfd> pfds;
     std::vector<int> who;
     for (int p = 0; p < n; ++p) {
@@ -314,7 +323,7 @@ void Group::MonitorLoop() {
     if (TerminationFd() >= 0) pfds.push_back({TerminationFd(), POLLIN, 0});
     // Wake for the next heartbeat to send, or the next one due from a peer.
     Clock::time_point wake = next_hb;
-    {
+    if (formed_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lock(mu_);
       wake = std::min(wake, state_.NextDeadline());
     }

@@ -82,7 +82,9 @@ class Group final : public GroupView {
   // The formation is complete (its link probe done): a failure from now on
   // is reported (stderr, flight recorder, termination log); before, the
   // caller forms again or fails formation itself.
-  void Formed() { formed_.store(true, std::memory_order_release); }
+  // Heartbeats are sent while forming, but silence counts from Formed() on:
+  // a finger still connecting its own fingers sends none yet.
+  void Formed();
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
   int abort_fd() const { return abort_fd_; }
   Status ForNewCall() const;
