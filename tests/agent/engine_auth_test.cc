@@ -191,6 +191,7 @@ TEST(Join, ChecksFieldsThenTheProofBeforeAnyStateChanges) {
   req.set_task_name(names[1]);
   req.set_data_port(4000);
   req.set_process_id(9);
+  req.set_control_port(5000);
   EXPECT_EQ(internal::CheckJoin(req, names, key, book, now).code(), StatusCode::kUnauthenticated)
       << "no proof";
   auto prove = [&](const JobKey& k) {
@@ -199,7 +200,7 @@ TEST(Join, ChecksFieldsThenTheProofBeforeAnyStateChanges) {
     req.set_server_nonce(n.data(), n.size());
     req.set_client_nonce(mine.data(), mine.size());
     auto m = k.Sign("join", {req.server_nonce(), req.client_nonce(), internal::U64(1), internal::U64(2),
-                             req.task_name(), internal::U64(4000), internal::U64(9)});
+                             req.task_name(), internal::U64(4000), internal::U64(9), internal::U64(5000)});
     req.set_proof(m.data(), m.size());
   };
   prove(JobKey(kOtherKey));
@@ -212,6 +213,11 @@ TEST(Join, ChecksFieldsThenTheProofBeforeAnyStateChanges) {
   prove(key);
   req.set_data_port(4001);  // a field changed after signing
   EXPECT_FALSE(internal::CheckJoin(req, names, key, book, now).ok());
+  req.set_data_port(4000);
+  prove(key);
+  req.set_control_port(5001);  // where its table is sent: bound too
+  EXPECT_FALSE(internal::CheckJoin(req, names, key, book, now).ok());
+  req.set_control_port(5000);
   req.set_rank(5);
   EXPECT_EQ(internal::CheckJoin(req, names, key, book, now).code(), StatusCode::kInvalidArgument);
 }

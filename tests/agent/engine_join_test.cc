@@ -22,6 +22,8 @@
 #include "bootstrap/control_server.h"
 #include "bootstrap/control_service.h"
 #include "bootstrap/formation_hub.h"
+#include "bootstrap/formation_tree.h"
+#include "bootstrap/join_checks.h"
 #include "bootstrap/join_client.h"
 #include "free_ports.h"
 
@@ -250,7 +252,9 @@ TEST(ResolveWithSystem, AddressesAsText) {
 // every follower's Join is held at once (63 of them, before the leader even
 // joins) and none holds a server thread while it waits. A service with a
 // thread per waiting Join could hold two at most, and the round would time
-// out.
+// out. The table goes down the formation tree: the leader sends it to its
+// 6 children, each member takes it once from its parent, proved by the
+// leader's key, and the Join answers carry the incarnation only.
 TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   constexpr int kN = 64;
   const double timeout_s = 60;
@@ -258,24 +262,32 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   for (int r = 1; r < kN; ++r) names.push_back("/job:worker/task:" + std::to_string(r - 1));
   const internal::JobKey key(kKey);
   internal::RefusalLog refusals("test");
-  internal::AgentService service(0, names, timeout_s, &key, &refusals);
-  const int port = internal::FreeLocalPorts(1)[0];
-  auto server = internal::ServeControl(&service, port, names[0], /*max_threads=*/2);
-  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::vector<std::unique_ptr<internal::AgentService>> services;
+  std::vector<std::unique_ptr<grpc::Server>> servers;
+  std::vector<int> ports(kN, 0);
+  ports[0] = internal::FreeLocalPorts(1)[0];
+  for (int r = 0; r < kN; ++r) {
+    services.push_back(std::make_unique<internal::AgentService>(r, names, timeout_s, &key, &refusals));
+    auto server = internal::ServeControl(services[r].get(), ports[r], names[r], /*max_threads=*/2, &ports[r]);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    servers.push_back(std::move(*server));
+  }
+  internal::AgentService& leader_service = *services[0];
   std::vector<StatusOr<internal::Table>> tables(kN, InternalError("not run"));
   std::vector<std::thread> followers;
   for (int r = 1; r < kN; ++r) {
     followers.emplace_back([&, r] {
-      internal::GrpcJoinBootstrap follower(names, "127.0.0.1", port, &key, timeout_s);
+      internal::GrpcJoinBootstrap follower(names, "127.0.0.1", ports[0], &key, timeout_s,
+                                           internal::ResolveWithSystem, services[r].get(), ports[r]);
       tables[r] = follower.Exchange(MemberEntry{r, names[r], "127.0.0.1", 5000 + r, 100u + r},
                                     DeadlineAfter(timeout_s));
     });
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (service.WaitingJoins() < kN - 1 && std::chrono::steady_clock::now() < until)
+  while (leader_service.WaitingJoins() < kN - 1 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(service.WaitingJoins(), kN - 1);
-  internal::LeaderBootstrap leader(&service, timeout_s);
+  EXPECT_EQ(leader_service.WaitingJoins(), kN - 1);
+  internal::LeaderBootstrap leader(&leader_service, timeout_s);
   tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   for (auto& t : followers) t.join();
   for (int r = 0; r < kN; ++r) {
@@ -283,11 +295,137 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
     ASSERT_EQ(tables[r]->members.size(), static_cast<size_t>(kN));
     EXPECT_EQ(tables[r]->incarnation, tables[0]->incarnation);
     EXPECT_EQ(tables[r]->members[r].process_id, 100u + r);
+    EXPECT_EQ(tables[r]->members[r].control_port, r == 0 ? 0 : ports[r]);
+    EXPECT_EQ(services[r]->TablesDelivered(), r == 0 ? 0 : 1) << r;
   }
-  EXPECT_EQ(service.WaitingJoins(), 0);
-  EXPECT_EQ(refusals.count(), 0);
+  EXPECT_EQ(leader_service.WaitingJoins(), 0);
+  EXPECT_EQ(refusals.count(), 0u);
+  for (int r = 0; r < kN; ++r) {
+    services[r]->Shutdown();
+    servers[r]->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+}
+
+// A table sent down the tree is taken only when the leader's key proves it:
+// a stranger's (no key, another key, another table) is refused and logged,
+// and a member waiting for its round's table never takes another
+// incarnation's.
+TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
+  const internal::JobKey key(kKey), other("fedcba9876543210fedcba9876543210");
+  internal::RefusalLog refusals("test");
+  internal::AgentService service(1, kNames, 10, &key, &refusals);
+  int port = 0;
+  auto server = internal::ServeControl(&service, 0, kNames[1], internal::kControlThreads, &port);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto stub = agent::v1::Agent::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  internal::Table table{
+      77, {MemberEntry{0, kNames[0], "h", 4000, 1}, MemberEntry{1, kNames[1], "h", 4001, 2, port}}};
+  auto deliver = [&](const internal::Table& t, const std::string& proof) {
+    agent::v1::TableDelivery req;
+    internal::ToProto(t, req.mutable_table());
+    req.set_proof(proof);
+    agent::v1::Delivered resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return stub->Deliver(&ctx, req, &resp);
+  };
+  auto proof_by = [](const internal::JobKey& k, const internal::Table& t) {
+    internal::Mac m = internal::ForwardedTableProof(k, t);
+    return std::string(m.data(), m.size());
+  };
+  EXPECT_EQ(deliver(table, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(deliver(table, proof_by(other, table)).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  internal::Table changed = table;
+  changed.members[1].data_port = 6666;  // the leader's proof is over another table
+  EXPECT_EQ(deliver(changed, proof_by(key, table)).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(refusals.count(), 3u);
+  EXPECT_EQ(service.TablesDelivered(), 0);
+  internal::Table older = table;
+  older.incarnation = 76;
+  EXPECT_TRUE(deliver(older, proof_by(key, older)).ok());
+  EXPECT_FALSE(service.AwaitTable(77, DeadlineAfter(0.1)).ok());
+  EXPECT_TRUE(deliver(table, proof_by(key, table)).ok());
+  auto got = service.AwaitTable(77, DeadlineAfter(1));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->table.members[1].data_port, 4001);
   service.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+// A member that never sends the table on is named by its children: at
+// their deadline they say whose table never came (the leader's words for
+// the members it waits for stay the same).
+TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
+  constexpr int kN = 4;
+  const double timeout_s = 3;
+  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1",
+                                          "/job:worker/task:2"};
+  const internal::JobKey key(kKey);
+  internal::RefusalLog refusals("test");
+  std::vector<std::unique_ptr<internal::AgentService>> services;
+  std::vector<std::unique_ptr<grpc::Server>> servers;
+  std::vector<int> ports = internal::FreeLocalPorts(kN);
+  for (int r = 0; r < kN; ++r) {
+    services.push_back(std::make_unique<internal::AgentService>(r, names, timeout_s, &key, &refusals));
+    if (r == 1) continue;  // rank 1 claims a port where nothing serves: it is never sent the table
+    auto server = internal::ServeControl(services[r].get(), ports[r], names[r], 2, &ports[r]);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    servers.push_back(std::move(*server));
+  }
+  std::vector<StatusOr<internal::Table>> tables(kN, InternalError("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 1; r < kN; ++r) {
+    threads.emplace_back([&, r] {
+      internal::GrpcJoinBootstrap follower(names, "127.0.0.1", ports[0], &key, timeout_s,
+                                           internal::ResolveWithSystem, services[r].get(), ports[r]);
+      tables[r] = follower.Exchange(MemberEntry{r, names[r], "127.0.0.1", 5000 + r, 100u + r},
+                                    DeadlineAfter(timeout_s));
+    });
+  }
+  internal::LeaderBootstrap leader(services[0].get(), timeout_s);
+  tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(tables[0].ok()) << tables[0].status().ToString();
+  ASSERT_TRUE(tables[2].ok()) << tables[2].status().ToString();  // from the leader
+  EXPECT_EQ(tables[1].status().ToString(),
+            "DeadlineExceeded: group formation timed out: the table of this round never came from "
+            "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
+  EXPECT_EQ(tables[3].status().ToString(),
+            "DeadlineExceeded: group formation timed out: the table of this round never came from "
+            "/job:worker/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
+  for (auto& s : services) s->Shutdown();
+  for (auto& s : servers) s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+// The formation tree: every member but the leader has one parent, is its
+// parent's child and is reached in at most ⌈log2 n⌉ hops; nobody sends more
+// than ⌈log2 n⌉ tables.
+TEST(FormationTree, EveryPlaceOnceWithinLog2NHops) {
+  for (int n = 1; n <= 1100; n = n < 70 ? n + 1 : n * 2 - 3) {
+    int log2n = 0;
+    while ((1 << log2n) < n) ++log2n;
+    std::vector<int> reached(n, 0);
+    for (int p = 0; p < n; ++p) {
+      const auto kids = internal::TreeChildren(p, n);
+      EXPECT_LE(static_cast<int>(kids.size()), log2n) << n << " " << p;
+      for (int c : kids) {
+        ASSERT_LT(c, n);
+        ++reached[c];
+        EXPECT_EQ(internal::TreeParent(c), p) << n << " " << c;
+      }
+      int hops = 0;
+      for (int q = p; q > 0; q = internal::TreeParent(q)) ++hops;
+      EXPECT_LE(hops, log2n) << n << " " << p;
+    }
+    EXPECT_EQ(reached[0], 0);
+    for (int p = 1; p < n; ++p) EXPECT_EQ(reached[p], 1) << n << " " << p;
+    EXPECT_EQ(static_cast<int>(internal::TreeChildren(0, n).size()), log2n) << n;
+  }
+  EXPECT_EQ(internal::TreeChildren(0, 8), (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(internal::TreeChildren(1, 8), (std::vector<int>{3, 5}));
+  EXPECT_EQ(internal::TreeChildren(3, 8), (std::vector<int>{7}));
+  EXPECT_EQ(internal::TreeParent(6), 2);
 }
 
 // A Join held by the leader ends when its caller goes away (gRPC cancels the

@@ -23,7 +23,8 @@ class AgentBootstrap final : public Bootstrap {
     if (c_.names.size() < 2) return OkStatus();  // a group of one forms alone
     service_ =
         std::make_unique<AgentService>(c_.rank, c_.names, c_.timeout_s, c_.key, c_.refusals, c_.elastic);
-    auto server = ServeControl(service_.get(), c_.own_port, c_.names[c_.rank]);
+    auto server =
+        ServeControl(service_.get(), c_.own_port, c_.names[c_.rank], kControlThreads, &control_port_);
     if (!server.ok()) return server.status();
     server_ = std::move(*server);
     return OkStatus();
@@ -32,7 +33,8 @@ class AgentBootstrap final : public Bootstrap {
   StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override {
     if (!service_) return InternalError("bootstrap: a group of one has no round to join");
     if (c_.rank == 0) return LeaderBootstrap(service_.get(), c_.timeout_s).Exchange(self, deadline);
-    return GrpcJoinBootstrap(c_.names, c_.hosts[0], c_.leader_port, c_.key, c_.timeout_s)
+    return GrpcJoinBootstrap(c_.names, c_.hosts[0], c_.leader_port, c_.key, c_.timeout_s, ResolveWithSystem,
+                             service_.get(), control_port_)
         .Exchange(self, deadline);
   }
   bool Superseded(const Table& table) override {
@@ -47,6 +49,7 @@ class AgentBootstrap final : public Bootstrap {
   const AgentBootstrapConfig c_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
+  int control_port_ = 0;  // where service_ serves
 };
 
 }  // namespace

@@ -9,12 +9,14 @@
 namespace ringmaster::internal {
 
 StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int max_threads) {
+                                                     int max_threads, int* bound_port) {
   grpc::ServerBuilder builder;
   int selected = 0;
   builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
   builder.RegisterService(service);
-  builder.SetMaxReceiveMessageSize(64 * 1024);
+  // A table sent down the formation tree (Deliver) is the largest message:
+  // about 60 bytes a member.
+  builder.SetMaxReceiveMessageSize(1 << 20);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Bounded under abuse: a connection must finish HTTP/2's handshake within
   // 2 s and is closed after 5 s without a call; all of it within 32 MiB and
@@ -27,7 +29,10 @@ StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int 
   quota.SetMaxThreads(std::max(2, max_threads));
   builder.SetResourceQuota(quota);
   auto server = builder.BuildAndStart();
-  if (server && selected != 0) return server;
+  if (server && selected != 0) {
+    if (bound_port) *bound_port = selected;
+    return server;
+  }
   // gRPC logs the cause but returns none: bind the port ourselves to learn
   // it (usually "Address already in use": TensorFlow's server or another
   // member on this host has it).

@@ -21,8 +21,10 @@ constexpr int kControlThreads = 16;
 // Serves `service` on `port` (0: the kernel picks), bounded for a group of
 // any size (memory, `max_threads` threads, and strangers' idle or half-open
 // connections closed within seconds). A port that cannot be bound fails
-// with its cause ("address already in use") and names `task`.
+// with its cause ("address already in use") and names `task`. `bound_port`
+// (when not null): the port it serves on.
 StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int max_threads = kControlThreads);
+                                                     int max_threads = kControlThreads,
+                                                     int* bound_port = nullptr);
 
 }  // namespace ringmaster::internal

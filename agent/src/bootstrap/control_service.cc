@@ -5,7 +5,9 @@
 #include <atomic>
 #include <random>
 
+#include "bootstrap/formation_tree.h"
 #include "bootstrap/join_checks.h"
+#include "bootstrap/join_client.h"
 #include "bootstrap/join_rules.h"
 
 namespace ringmaster::internal {
@@ -20,8 +22,9 @@ uint64_t RandomId() {
 }
 
 JoinClaim ClaimOf(const pb::JoinRequest& req) {
-  return JoinClaim{req.rank(),       req.group_size(),   req.task_name(),    req.data_port(),
-                   req.process_id(), req.server_nonce(), req.client_nonce(), req.proof()};
+  return JoinClaim{req.rank(),         req.group_size(), req.task_name(),
+                   req.data_port(),    req.process_id(), req.server_nonce(),
+                   req.client_nonce(), req.proof(),      req.control_port()};
 }
 
 void ToProto(const JoinClaim& c, pb::JoinRequest* req) {
@@ -30,6 +33,7 @@ void ToProto(const JoinClaim& c, pb::JoinRequest* req) {
   req->set_task_name(c.task_name);
   req->set_data_port(c.data_port);
   req->set_process_id(c.process_id);
+  req->set_control_port(c.control_port);
   if (!c.proof.empty()) {
     req->set_server_nonce(c.server_nonce);
     req->set_client_nonce(c.client_nonce);
@@ -41,7 +45,8 @@ Table TableOf(const pb::JoinResponse& resp) {
   Table t;
   t.incarnation = resp.incarnation();
   for (const auto& m : resp.members())
-    t.members.push_back(MemberEntry{m.rank(), m.task_name(), m.data_host(), m.data_port(), m.process_id()});
+    t.members.push_back(
+        MemberEntry{m.rank(), m.task_name(), m.data_host(), m.data_port(), m.process_id(), m.control_port()});
   return t;
 }
 
@@ -54,6 +59,7 @@ void ToProto(const Table& t, pb::JoinResponse* resp) {
     m->set_data_host(e.data_host);
     m->set_data_port(e.data_port);
     m->set_process_id(e.process_id);
+    m->set_control_port(e.control_port);
   }
 }
 
@@ -140,10 +146,23 @@ grpc::ServerUnaryReactor* AgentService::Join(grpc::CallbackServerContext* ctx, c
       reactor->Finish(reactor->stranger ? Refuse(peer, table.status()) : ToGrpc(table.status()));
       return;
     }
-    ToProto(*table, resp);
-    if (!key_->empty()) {
-      Mac proof = internal::TableProof(*key_, claim, *table);
-      resp->set_proof(proof.data(), proof.size());
+    if (const int place = PlaceOf(*table, claim.rank); place > 0 && TableTravelsDownTree(*table)) {
+      // The table comes from its parent in the formation tree; this answer
+      // proves the incarnation fresh (the member's nonces) and names who
+      // sends it.
+      resp->set_incarnation(table->incarnation);
+      resp->set_forwarded(true);
+      resp->set_parent(table->members[TreeParent(place)].rank);
+      if (!key_->empty()) {
+        Mac proof = internal::TableProof(*key_, claim, Table{table->incarnation, {}});
+        resp->set_proof(proof.data(), proof.size());
+      }
+    } else {
+      ToProto(*table, resp);
+      if (!key_->empty()) {
+        Mac proof = internal::TableProof(*key_, claim, *table);
+        resp->set_proof(proof.data(), proof.size());
+      }
     }
     reactor->Finish(grpc::Status::OK);
   };
@@ -172,8 +191,55 @@ grpc::ServerUnaryReactor* AgentService::GetStatus(grpc::CallbackServerContext* c
   return reactor;
 }
 
+grpc::ServerUnaryReactor* AgentService::Deliver(grpc::CallbackServerContext* ctx,
+                                                const pb::TableDelivery* req, pb::Delivered*) {
+  auto* reactor = ctx->DefaultReactor();
+  Table table = TableOf(req->table());
+  if (!key_->empty() && !MacEquals(ForwardedTableProof(*key_, table), req->proof())) {
+    reactor->Finish(Refuse(ctx->peer(), UnauthenticatedError("a table that does not prove the job key")));
+    return reactor;
+  }
+  if (table.members.empty()) {
+    reactor->Finish(ToGrpc(InvalidArgumentError("a table with no members")));
+    return reactor;
+  }
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_.push_back(Delivery{std::move(table), req->proof()});
+    ++delivered_;
+    while (inbox_.size() > kDeliveriesKept) inbox_.pop_front();
+  }
+  inbox_cv_.notify_all();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+StatusOr<TableInbox::Delivery> AgentService::AwaitTable(uint64_t incarnation, Deadline deadline) {
+  std::unique_lock<std::mutex> lock(inbox_mu_);
+  const Delivery* found = nullptr;
+  auto seen = [&] {
+    for (const auto& d : inbox_) {
+      if (d.table.incarnation == incarnation) found = &d;
+    }
+    return found != nullptr || inbox_closed_;
+  };
+  inbox_cv_.wait_until(lock, deadline, seen);
+  if (found) return *found;
+  if (inbox_closed_) return CancelledError("shutting down");
+  return DeadlineExceededError("no table");
+}
+
 StatusOr<Table> AgentService::LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s) {
-  return hub_.LeaderJoin(self, deadline, timeout_s);
+  auto table = hub_.LeaderJoin(self, deadline, timeout_s);
+  if (table.ok() && TableTravelsDownTree(*table)) {
+    std::string proof;
+    if (!key_->empty()) {
+      Mac m = ForwardedTableProof(*key_, *table);
+      proof.assign(m.data(), m.size());
+    }
+    SendDownTree(*table, proof, 0, deadline);
+  }
+  return table;
 }
 
 void AgentService::SetState(uint64_t incarnation, const Status& health) {
@@ -184,6 +250,11 @@ void AgentService::SetState(uint64_t incarnation, const Status& health) {
 
 void AgentService::Shutdown() {
   hub_.Shutdown();
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    inbox_closed_ = true;
+  }
+  inbox_cv_.notify_all();
 }
 
 }  // namespace ringmaster::internal

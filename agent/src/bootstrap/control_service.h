@@ -6,13 +6,16 @@
 // auth test and the Join fuzzer call with wire messages.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/formation_hub.h"
+#include "bootstrap/join_client.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "transport/auth.h"
 
@@ -34,7 +37,11 @@ Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
 // formation hub when its round completes, its deadline passes, its call is
 // cancelled or the service shuts down (FormationHub::FollowerJoinLater), so
 // the leader holds no thread per joiner.
-class AgentService final : public ringmaster::agent::v1::Agent::CallbackService {
+//
+// Deliver takes a round's table sent down the formation tree
+// (formation_tree.h) when it proves the job key, for the member's own Join
+// waiting in AwaitTable (TableInbox).
+class AgentService final : public ringmaster::agent::v1::Agent::CallbackService, public TableInbox {
  public:
   AgentService(int rank, std::vector<std::string> names, double formation_timeout_s, const JobKey* key,
                RefusalLog* refusals, ElasticSize elastic = {});
@@ -48,13 +55,23 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const ringmaster::agent::v1::StatusRequest* req,
                                       ringmaster::agent::v1::StatusResponse* resp) override;
+  grpc::ServerUnaryReactor* Deliver(grpc::CallbackServerContext* ctx,
+                                    const ringmaster::agent::v1::TableDelivery* req,
+                                    ringmaster::agent::v1::Delivered* resp) override;
+  StatusOr<Delivery> AwaitTable(uint64_t incarnation, Deadline deadline) override;
 
   // The leader's own side of a round: blocks until every member joined (or
-  // enough of them, with an elastic size: formation_state.h).
+  // enough of them, with an elastic size: formation_state.h), then sends the
+  // table to its children in the formation tree.
   StatusOr<Table> LeaderRendezvous(const MemberEntry& self, Deadline deadline, double timeout_s);
   // The leader's: members waiting to join the next round (FormationState::Joiners).
   int Joiners() { return hub_.Joiners(); }
   bool Superseded(const Table& table) { return hub_.Superseded(table); }  // FormationState::Superseded
+  // Tables taken by Deliver so far.
+  int TablesDelivered() {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    return delivered_;
+  }
   // Joins held by the hub, not answered yet (FormationHub::Waiting).
   int WaitingJoins() { return hub_.Waiting(); }
   // What GetStatus reports of this member.
@@ -70,6 +87,12 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService 
   const JobKey* key_;
   RefusalLog* refusals_;
   FormationHub hub_;
+  static constexpr size_t kDeliveriesKept = 4;
+  std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::deque<Delivery> inbox_;  // the latest tables delivered, oldest first
+  bool inbox_closed_ = false;
+  int delivered_ = 0;
   std::mutex mu_;  // guards what GetStatus reports
   uint64_t incarnation_ = 0;
   Status health_;

@@ -41,7 +41,8 @@ FormationState::Admission FormationState::Join(const JoinClaim& claim, const std
     return a;
   }
   a.round = round_;
-  pending_[claim.rank] = MemberEntry{claim.rank, claim.task_name, host, claim.data_port, claim.process_id};
+  pending_[claim.rank] =
+      MemberEntry{claim.rank, claim.task_name, host, claim.data_port, claim.process_id, claim.control_port};
   seen_.insert(claim.rank);
   a.completed = MaybeComplete();
   return a;

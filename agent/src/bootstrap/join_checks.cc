@@ -3,9 +3,10 @@
 namespace ringmaster::internal {
 
 Mac JoinProof(const JobKey& key, const JoinClaim& c) {
-  return key.Sign("join", {c.server_nonce, c.client_nonce, U64(static_cast<uint64_t>(c.rank)),
-                           U64(static_cast<uint64_t>(c.group_size)), c.task_name,
-                           U64(static_cast<uint64_t>(c.data_port)), U64(c.process_id)});
+  return key.Sign(
+      "join", {c.server_nonce, c.client_nonce, U64(static_cast<uint64_t>(c.rank)),
+               U64(static_cast<uint64_t>(c.group_size)), c.task_name, U64(static_cast<uint64_t>(c.data_port)),
+               U64(c.process_id), U64(static_cast<uint64_t>(c.control_port))});
 }
 
 Status CheckClaim(const JoinClaim& c, const std::vector<std::string>& names, const JobKey& key,
@@ -22,6 +23,7 @@ Status CheckClaim(const JoinClaim& c, const std::vector<std::string>& names, con
                                 c.task_name.substr(0, 200) + "'");
   }
   if (c.data_port <= 0 || c.data_port > 65535) return InvalidArgumentError("data_port out of range");
+  if (c.control_port < 0 || c.control_port > 65535) return InvalidArgumentError("control_port out of range");
   if (key.empty()) return OkStatus();
   if (c.proof.empty()) {
     return UnauthenticatedError(c.task_name + " has no job key and the leader requires one");
@@ -30,24 +32,37 @@ Status CheckClaim(const JoinClaim& c, const std::vector<std::string>& names, con
     return UnauthenticatedError("an unknown or expired challenge (ask again)");
   }
   if (c.client_nonce.size() != kNonceBytes ||
-      !key.Verify(c.proof, "join",
-                  {c.server_nonce, c.client_nonce, U64(static_cast<uint64_t>(c.rank)),
-                   U64(static_cast<uint64_t>(c.group_size)), c.task_name,
-                   U64(static_cast<uint64_t>(c.data_port)), U64(c.process_id)})) {
+      !key.Verify(
+          c.proof, "join",
+          {c.server_nonce, c.client_nonce, U64(static_cast<uint64_t>(c.rank)),
+           U64(static_cast<uint64_t>(c.group_size)), c.task_name, U64(static_cast<uint64_t>(c.data_port)),
+           U64(c.process_id), U64(static_cast<uint64_t>(c.control_port))})) {
     return UnauthenticatedError("the proof of " + c.task_name.substr(0, 200) +
                                 " does not match the leader's job key (a different key)");
   }
   return OkStatus();
 }
 
-Mac TableProof(const JobKey& key, const JoinClaim& c, const Table& table) {
+namespace {
+
+std::string MembersText(const Table& table) {
   std::string members;
   for (const auto& m : table.members) {
     members += U64(static_cast<uint64_t>(m.rank)) + U64(m.task_name.size()) + m.task_name +
                U64(m.data_host.size()) + m.data_host + U64(static_cast<uint64_t>(m.data_port)) +
-               U64(m.process_id);
+               U64(m.process_id) + U64(static_cast<uint64_t>(m.control_port));
   }
-  return key.Sign("join-ok", {c.server_nonce, c.client_nonce, U64(table.incarnation), members});
+  return members;
+}
+
+}  // namespace
+
+Mac TableProof(const JobKey& key, const JoinClaim& c, const Table& table) {
+  return key.Sign("join-ok", {c.server_nonce, c.client_nonce, U64(table.incarnation), MembersText(table)});
+}
+
+Mac ForwardedTableProof(const JobKey& key, const Table& table) {
+  return key.Sign("table", {U64(table.incarnation), MembersText(table)});
 }
 
 Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce) {

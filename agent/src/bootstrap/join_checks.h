@@ -27,6 +27,10 @@ Status CheckClaim(const JoinClaim& claim, const std::vector<std::string>& names,
 // The leader's proof over the request's nonces, the incarnation and the
 // whole table, so a member takes its table only from the real leader.
 Mac TableProof(const JobKey& key, const JoinClaim& claim, const Table& table);
+// The leader's proof over a table sent down the formation tree
+// (formation_tree.h): the incarnation and every member, no member's nonces
+// (the member's own Join answer proves its incarnation fresh).
+Mac ForwardedTableProof(const JobKey& key, const Table& table);
 // What GetStatus's caller must prove.
 Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce);
 

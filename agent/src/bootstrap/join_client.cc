@@ -5,9 +5,13 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 
 #include "bootstrap/control_service.h"
 #include "bootstrap/follower.h"
+#include "bootstrap/formation_tree.h"
 #include "bootstrap/join_rules.h"
 
 namespace ringmaster::internal {
@@ -103,10 +107,15 @@ class GrpcLeaderLink final : public LeaderLink {
     }
     *table = TableOf(resp);
     *proof = resp.proof();
+    forwarded_ = st.ok() && resp.forwarded();
+    parent_ = resp.parent();
     answered_from_ = st.ok() ? PeerHost(ctx.peer()) : "";
     return FromGrpc(st);
   }
   std::string AnsweredFrom() const override { return answered_from_; }
+  // The last answer's table comes down the formation tree, from `parent`.
+  bool forwarded() const { return forwarded_; }
+  int parent() const { return parent_; }
 
  private:
   Status Connect() {
@@ -132,9 +141,58 @@ class GrpcLeaderLink final : public LeaderLink {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<pb::Agent::Stub> stub_;
   std::string answered_from_;
+  bool forwarded_ = false;
+  int parent_ = 0;
 };
 
+// A gRPC target for a host as a table lists it: an address, or a name.
+std::string TargetOf(const std::string& host, int port) {
+  if (host.find(':') != std::string::npos) return "ipv6:[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
 }  // namespace
+
+void SendDownTree(const Table& table, const std::string& proof, int place, Deadline deadline) {
+  const std::vector<int> children = TreeChildren(place, static_cast<int>(table.members.size()));
+  if (children.empty()) return;
+  pb::TableDelivery req;
+  ToProto(table, req.mutable_table());
+  req.set_proof(proof);
+  const double left = std::min(5.0, std::chrono::duration<double>(deadline - Clock::now()).count());
+  const auto by =
+      std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                             std::chrono::duration<double>(std::max(0.0, left)));
+  struct Call {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<pb::Agent::Stub> stub;
+    grpc::ClientContext ctx;
+    pb::Delivered resp;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t answered = 0;
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int child : children) {
+    const MemberEntry& m = table.members[child];
+    auto call = std::make_unique<Call>();
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    call->channel = grpc::CreateCustomChannel(TargetOf(m.data_host, m.control_port),
+                                              grpc::InsecureChannelCredentials(), args);
+    call->stub = pb::Agent::NewStub(call->channel);
+    call->ctx.set_deadline(by);
+    call->ctx.set_wait_for_ready(true);  // its server is up before it joins; a connection may take a moment
+    call->stub->async()->Deliver(&call->ctx, &req, &call->resp, [&](grpc::Status) {
+      std::lock_guard<std::mutex> lock(mu);
+      ++answered;
+      cv.notify_all();
+    });
+    calls.push_back(std::move(call));
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return answered == calls.size(); });
+}
 
 StatusOr<std::vector<std::string>> ResolveWithSystem(const std::string& host) {
   addrinfo hints{};
@@ -182,8 +240,29 @@ StatusOr<Table> GrpcJoinBootstrap::Exchange(const MemberEntry& self, Deadline de
   claim.task_name = p.me;
   claim.data_port = self.data_port;
   claim.process_id = self.process_id;
-  return JoinThrough(link, p, *key_, std::move(claim),
-                     Clock::now() + std::chrono::duration_cast<Clock::duration>(wall_left));
+  claim.control_port = inbox_ ? control_port_ : 0;
+  const Deadline until = Clock::now() + std::chrono::duration_cast<Clock::duration>(wall_left);
+  auto table = JoinThrough(link, p, *key_, std::move(claim), until);
+  if (!table.ok() || !link.forwarded() || !inbox_) return table;
+  // The answer proved the incarnation fresh; the table itself comes from our
+  // parent in the formation tree, proved by the leader, and goes on to our
+  // children.
+  const int parent = link.parent();
+  auto got = inbox_->AwaitTable(table->incarnation, until);
+  if (!got.ok()) {
+    if (got.status().code() == StatusCode::kCancelled) return got.status();
+    const std::string from = parent >= 0 && parent < static_cast<int>(names_.size())
+                                 ? names_[parent]
+                                 : "rank " + std::to_string(parent);
+    return DeadlineExceededError("group formation timed out: the table of this round never came from " +
+                                 from + " (its parent in the formation tree, under the leader " + names_[0] +
+                                 ")");
+  }
+  Table full = std::move(got->table);
+  if (const int place = PlaceOf(full, self.rank); place > 0) SendDownTree(full, got->proof, place, until);
+  UseLeaderAddress(full,
+                   link.AnsweredFrom());  // after sending it on: the proof covers it as the leader sent it
+  return full;
 }
 
 }  // namespace ringmaster::internal

@@ -3,6 +3,7 @@
 // is the channel and the two calls).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,25 @@ using HostResolver = std::function<StatusOr<std::vector<std::string>>(const std:
 // resolv.conf's timeout and attempts.
 StatusOr<std::vector<std::string>> ResolveWithSystem(const std::string& host);
 
+// Where a member's own control service keeps the tables sent to it down the
+// formation tree (control_service.h AgentService).
+class TableInbox {
+ public:
+  struct Delivery {
+    Table table;
+    std::string proof;  // the leader's ForwardedTableProof
+  };
+  virtual ~TableInbox() = default;
+  // The table of `incarnation` once delivered (it may have come already).
+  virtual StatusOr<Delivery> AwaitTable(uint64_t incarnation, Deadline deadline) = 0;
+};
+
+// Sends `table` with the leader's `proof` to the children of `place` in the
+// formation tree (formation_tree.h), all at once, each call bounded by 5 s
+// and `deadline`. A child not reached is left to fail at its own deadline,
+// naming its parent.
+void SendDownTree(const Table& table, const std::string& proof, int place, Deadline deadline);
+
 class GrpcJoinBootstrap final : public Bootstrap {
  public:
   // `names`: every member in rank order; the leader (rank 0) serves on
@@ -27,14 +47,20 @@ class GrpcJoinBootstrap final : public Bootstrap {
   // `leader_host` is looked up with `resolve` before each connection to the
   // leader, and gRPC is given the address; a gRPC target
   // ("dns://SERVER/NAME") is given to gRPC as it is.
+  // `inbox`: the member's own control service, serving on `control_port`,
+  // where its parent in the formation tree sends the table (null: the
+  // leader answers its Join with the whole table).
   GrpcJoinBootstrap(std::vector<std::string> names, std::string leader_host, int leader_port,
-                    const JobKey* key, double timeout_s, HostResolver resolve = ResolveWithSystem)
+                    const JobKey* key, double timeout_s, HostResolver resolve = ResolveWithSystem,
+                    TableInbox* inbox = nullptr, int control_port = 0)
       : names_(std::move(names)),
         leader_host_(std::move(leader_host)),
         leader_port_(leader_port),
         key_(key),
         timeout_s_(timeout_s),
-        resolve_(std::move(resolve)) {}
+        resolve_(std::move(resolve)),
+        inbox_(inbox),
+        control_port_(control_port) {}
   // Retried while the leader is not there yet or going away, until the
   // deadline.
   StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override;
@@ -46,6 +72,8 @@ class GrpcJoinBootstrap final : public Bootstrap {
   const JobKey* key_;
   double timeout_s_;
   HostResolver resolve_;
+  TableInbox* inbox_;
+  int control_port_;
 };
 
 }  // namespace ringmaster::internal

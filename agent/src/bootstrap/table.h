@@ -20,6 +20,7 @@ struct MemberEntry {
   std::string data_host;
   int data_port = 0;
   uint64_t process_id = 0;  // random per process: a restarted member is a new one
+  int control_port = 0;     // where it serves the control service (0: not sent the table: formation_tree.h)
 };
 
 // What a Join claims, and its proof of the job key over the claims.
@@ -30,6 +31,7 @@ struct JoinClaim {
   int data_port = 0;
   uint64_t process_id = 0;
   std::string server_nonce, client_nonce, proof;  // empty without a key
+  int control_port = 0;
 };
 
 // One formation: its incarnation and every member in rank order.

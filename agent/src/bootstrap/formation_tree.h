@@ -1,0 +1,52 @@
+// How a round's table travels: down a binomial tree over the places of the
+// table (rank order; the leader at place 0), not from the leader to every
+// member. The leader answers each Join with the incarnation only and sends
+// the table to its children; each member sends it on to its own. Place p's
+// parent is p with its highest bit cleared, its children p + 2^k for every
+// 2^k > p below n: the leader sends ⌈log2 n⌉ tables, a member at most that
+// many, and the table reaches everyone in ⌈log2 n⌉ hops. Pure.
+#pragma once
+
+#include <vector>
+
+#include "bootstrap/table.h"
+
+namespace ringmaster::internal {
+
+// Place p's parent (-1 for the root, place 0).
+inline int TreeParent(int place) {
+  if (place <= 0) return -1;
+  int high = 1;
+  while (high * 2 <= place) high *= 2;
+  return place - high;
+}
+
+// Place p's children in a tree of n places, nearest first.
+inline std::vector<int> TreeChildren(int place, int n) {
+  std::vector<int> out;
+  int step = 1;
+  while (step <= place) step *= 2;
+  for (; place + step < n; step *= 2) out.push_back(place + step);
+  return out;
+}
+
+// Whether `table` travels down the tree: every member but the leader can be
+// sent it (a control port). Otherwise the leader answers every Join with the
+// whole table, as it must a member that cannot (a test's bare client).
+inline bool TableTravelsDownTree(const Table& table) {
+  if (table.members.size() < 2) return false;
+  for (size_t i = 1; i < table.members.size(); ++i) {
+    if (table.members[i].control_port <= 0) return false;
+  }
+  return true;
+}
+
+// Where `rank` sits in `table` (-1: not in it).
+inline int PlaceOf(const Table& table, int rank) {
+  for (size_t i = 0; i < table.members.size(); ++i) {
+    if (table.members[i].rank == rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+}  // namespace ringmaster::internal
