@@ -203,5 +203,33 @@ TEST(Overlay, AnAbortFloodsToEverySurvivorInTheFindersWordsOncePerMember) {
   }
 }
 
+// A member cut off from all of its fingers at once has nobody to hear an
+// abort from: it names the loss itself, the first finger it finds lost, and
+// tells whoever is left (nobody here); the later losses change nothing.
+TEST(Overlay, AMemberCutOffFromAllItsFingersNamesTheLossItself) {
+  constexpr int kN = 16, kMe = 5;
+  std::vector<std::string> names;
+  for (int r = 0; r < kN; ++r) names.push_back("/job:worker/task:" + std::to_string(r));
+  GroupState me(kMe, names, 15.0, Clock::time_point{}, Fingers(kMe, kN));
+  const auto fingers = Fingers(kMe, kN);
+  GroupDecision first = me.ConnectionLost(fingers[0], "its connection was reset (the process died)");
+  EXPECT_TRUE(first.abort && first.tell_peers && first.report);
+  EXPECT_EQ(me.ForNewCall().code(), StatusCode::kUnavailable);
+  EXPECT_NE(me.cause().message().find(names[fingers[0]] + " is unreachable from " + names[kMe]),
+            std::string::npos)
+      << me.cause().message();
+  for (size_t i = 1; i < fingers.size(); ++i) {
+    GroupDecision later = me.ConnectionLost(fingers[i], "its connection was reset (the process died)");
+    EXPECT_FALSE(later.abort || later.tell_peers || later.report) << fingers[i];
+    EXPECT_TRUE(me.Lost(fingers[i]));
+  }
+  // A silent one is found the same way, by the clock alone.
+  GroupState alone(kMe, names, 15.0, Clock::time_point{}, Fingers(kMe, kN));
+  GroupDecision silent = alone.Tick(Clock::time_point{} + std::chrono::seconds(16));
+  EXPECT_TRUE(silent.abort && silent.report);
+  EXPECT_NE(alone.cause().message().find("no heartbeat for 15 s"), std::string::npos)
+      << alone.cause().message();
+}
+
 }  // namespace
 }  // namespace ringmaster::internal
