@@ -171,9 +171,9 @@ TEST(Handshake, StrangersAreRejectedOnTheirHello) {
   h.magic = 0x78787878;
   EXPECT_EQ(feed(h).why, "not a Ringmaster hello");
   h = good;
-  h.version = 2;  // an agent from before the link probe
+  h.version = 3;  // an agent from before the fingers-only control plane
   EXPECT_EQ(feed(h).why,
-            "a hello of protocol version 2 (this agent speaks 3; every member must run the same Ringmaster "
+            "a hello of protocol version 3 (this agent speaks 4; every member must run the same Ringmaster "
             "release)");
   HandshakeAcceptor acc(view, internal::FreshNonce());
   EXPECT_EQ(acc.Feed("xyz").kind, Kind::kNeedMore);

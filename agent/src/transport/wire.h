@@ -19,7 +19,10 @@ inline constexpr uint32_t kAckMagic = 0x32414d52;        // "RMA2"
 inline constexpr uint32_t kControlMagic = 0x31434d52;    // "RMC1"
 // 3: formation ends with the link probe on the first data stream
 // (link_model.h), which a version-2 member would never answer.
-inline constexpr uint32_t kProtocolVersion = 3;
+// 4: control connections between the overlay's fingers only, and the
+// diagnosis's frames flooded with their origin (a version-3 member would
+// wait for control connections that never come, and misread the frames).
+inline constexpr uint32_t kProtocolVersion = 4;
 inline constexpr uint32_t kMaxControlText = 4096;
 
 // The data-plane handshake, once per connection at formation (handshake.h):
