@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -249,6 +250,50 @@ TEST(FirstUse, ConnectingPastTheCollectivesDeadlineIsItsTimeoutForTheDiagnosis) 
   st = t.Wait(t.Isend(0, 7, b, sizeof b));
   EXPECT_EQ(st.ToString(),
             "Unavailable: /job:worker/task:0 is unreachable from /job:worker/task:1: it did not answer");
+}
+
+// The flight recorder's "heard from" comes from the transport: every
+// sender of the collective, whatever its rank (a 64-bit mask once dropped
+// ranks from 64 up), each once, and none left over for the next one.
+TEST(FirstUse, TheTransportHearsRanksPast64) {
+  constexpr int kN = 100;
+  int a[2], b[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, a), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b), 0);
+  auto hooks = [] {
+    auto h = TestHooks(-1, [] { return OkStatus(); });
+    h.first_use.dial = [](int, internal::Deadline) -> StatusOr<int> { return InternalError("not used"); };
+    h.first_use.take = [](int) { return -1; };
+    h.first_use.drain = [] {};
+    return h;
+  };
+  std::vector<int> fds0(kN, -1), fds70(kN, -1), fds99(kN, -1);
+  fds0[70] = a[0];
+  fds0[99] = b[0];
+  fds70[0] = a[1];
+  fds99[0] = b[1];
+  internal::TcpTransport t0(0, kN, fds0, hooks()), t70(70, kN, fds70, hooks()), t99(99, kN, fds99, hooks());
+  for (uint64_t seq : {1, 2}) {
+    int32_t x = 70, y = 99, got[2] = {};
+    t0.Begin(seq, internal::NoDeadline());
+    t70.Begin(seq, internal::NoDeadline());
+    t99.Begin(seq, internal::NoDeadline());
+    const int r1 = t0.Irecv(70, 5, &got[0], 4), r2 = t0.Irecv(99, 5, &got[1], 4);
+    std::thread s70([&] { EXPECT_TRUE(t70.Wait(t70.Isend(0, 5, &x, 4)).ok()); });
+    std::thread s99([&] { EXPECT_TRUE(t99.Wait(t99.Isend(0, 5, &y, 4)).ok()); });
+    EXPECT_TRUE(t0.Wait(r1).ok());
+    EXPECT_TRUE(t0.Wait(r2).ok());
+    s70.join();
+    s99.join();
+    EXPECT_EQ(got[0], 70);
+    EXPECT_EQ(got[1], 99);
+    std::vector<int> heard(t0.HeardFrom().begin(), t0.HeardFrom().end());
+    std::sort(heard.begin(), heard.end());
+    EXPECT_EQ(heard, (std::vector<int>{70, 99})) << "collective " << seq;
+    EXPECT_TRUE(t70.HeardFrom().empty());
+  }
+  t0.Begin(3, internal::NoDeadline());
+  EXPECT_TRUE(t0.HeardFrom().empty()) << "a new collective starts with nobody heard";
 }
 
 TEST(FirstUse, AMemberAwaitingAConnectionWakesOnTheGroupsAbort) {

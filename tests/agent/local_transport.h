@@ -124,7 +124,7 @@ class LocalTransport : public Transport {
     for (size_t i = 0; i < reqs_.size(); ++i) RM_RETURN_IF_ERROR(Complete(static_cast<int>(i)));
     return OkStatus();
   }
-  uint64_t HeardFrom() const override { return heard_bits_.empty() ? 0 : heard_bits_[0]; }
+  std::span<const int> HeardFrom() const override { return heard_list_; }
   // Every member a message of the current collective came from, any rank.
   const std::vector<int>& Heard() const { return heard_list_; }
 

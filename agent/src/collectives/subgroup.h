@@ -32,7 +32,7 @@ class SubgroupTransport final : public Transport {
   Status Wait(int request) override { return parent_.Wait(request); }
   Status WaitAll() override { return parent_.WaitAll(); }
   // Formation ranks, as the flight recorder and the diagnosis name them.
-  uint64_t HeardFrom() const override { return parent_.HeardFrom(); }
+  std::span<const int> HeardFrom() const override { return parent_.HeardFrom(); }
 
  private:
   Transport& parent_;

@@ -95,12 +95,12 @@ Status Executor::RunOp(Slot* slot, const Op& op) {
   slot->transport->Begin(op.wire_seq, deadline);
   Status st = op.run(*slot->transport);
   if (st.ok()) {
-    rec.Finished(op.seq, st.code(), slot->transport->HeardFrom());
+    rec.Finished(op.seq, st.code(), HeardRanks::FromRanks(slot->transport->HeardFrom()));
     return st;
   }
   st = Diagnose(op, st);
   // Recorded before the group fails, so the dump shows this collective's end.
-  rec.Finished(op.seq, st.code(), slot->transport->HeardFrom());
+  rec.Finished(op.seq, st.code(), HeardRanks::FromRanks(slot->transport->HeardFrom()));
   g.CollectiveFailed(st);
   return g.ForFailedCall(st);
 }

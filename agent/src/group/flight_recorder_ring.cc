@@ -30,6 +30,12 @@ void HeardRanks::Add(int rank) {
   lowest[i] = rank;
 }
 
+HeardRanks HeardRanks::FromRanks(std::span<const int> ranks) {
+  HeardRanks h;
+  for (int r : ranks) h.Add(r);
+  return h;
+}
+
 bool HeardRanks::Holds(int rank) const {
   for (int i = 0; i < kept(); ++i)
     if (lowest[i] == rank) return true;

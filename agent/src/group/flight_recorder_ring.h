@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,8 +39,10 @@ struct HeardRanks {
   void Add(int rank);
   int kept() const { return count < kKept ? static_cast<int>(count) : kKept; }
   bool Holds(int rank) const;  // among the kept ones
-  // From a bit mask (bit r: rank r), as Transport::HeardFrom gives it.
+  // From a bit mask (bit r: rank r), for tests of small groups.
   static HeardRanks FromMask(uint64_t mask);
+  // From distinct ranks in any order, as Transport::HeardFrom gives them.
+  static HeardRanks FromRanks(std::span<const int> ranks);
 };
 
 struct FlightEntry {
@@ -84,7 +87,7 @@ class FlightRecorder {
   void Queued(uint64_t seq, const OpInfo& info);
   void Started(uint64_t seq);
   void Finished(uint64_t seq, StatusCode outcome, const HeardRanks& heard_from);
-  // `heard_from` as a bit mask of ranks (Transport::HeardFrom).
+  // `heard_from` as a bit mask of ranks (tests of small groups).
   void Finished(uint64_t seq, StatusCode outcome, uint64_t heard_from) {
     Finished(seq, outcome, HeardRanks::FromMask(heard_from));
   }

@@ -17,7 +17,13 @@
 namespace ringmaster::internal {
 
 TcpTransport::TcpTransport(int rank, int size, std::vector<int> fds, Hooks hooks)
-    : rank_(rank), size_(size), fds_(std::move(fds)), hooks_(std::move(hooks)), sendq_(size), recvq_(size) {}
+    : rank_(rank),
+      size_(size),
+      fds_(std::move(fds)),
+      hooks_(std::move(hooks)),
+      sendq_(size),
+      recvq_(size),
+      is_heard_(static_cast<size_t>(size), 0) {}
 
 TcpTransport::~TcpTransport() {
   CloseAll();
@@ -70,7 +76,8 @@ void TcpTransport::Begin(uint64_t seq, Deadline deadline) {
   for (auto& q : sendq_) q.clear();
   for (auto& q : recvq_) q.clear();
   pending_ = 0;
-  heard_ = 0;
+  for (int p : heard_) is_heard_[static_cast<size_t>(p)] = 0;
+  heard_.clear();
 }
 
 int TcpTransport::Isend(int peer, uint32_t tag, const void* data, size_t bytes) {
@@ -175,7 +182,10 @@ Status TcpTransport::Progress(bool* moved) {
       if (r.done == kHdr + r.bytes) {
         r.complete = true;
         --pending_;
-        if (p < 64) heard_ |= uint64_t{1} << p;
+        if (!is_heard_[static_cast<size_t>(p)]) {
+          is_heard_[static_cast<size_t>(p)] = 1;
+          heard_.push_back(p);
+        }
         rq.pop_front();
       }
     }

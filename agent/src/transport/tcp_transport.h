@@ -66,7 +66,7 @@ class TcpTransport : public Transport {
   int Irecv(int peer, uint32_t tag, void* data, size_t bytes) override;
   Status Wait(int request) override;
   Status WaitAll() override;
-  uint64_t HeardFrom() const override { return heard_; }
+  std::span<const int> HeardFrom() const override { return heard_; }
   void CloseAll();
   // Peers this transport holds a connection to (tests, the benchmarks).
   int connected() const;
@@ -98,7 +98,8 @@ class TcpTransport : public Transport {
   std::vector<Req> reqs_;
   std::vector<std::deque<int>> sendq_, recvq_;
   size_t pending_ = 0;
-  uint64_t heard_ = 0;
+  std::vector<int> heard_;         // this collective's senders, first heard first
+  std::vector<uint8_t> is_heard_;  // per rank: in heard_
 };
 
 }  // namespace ringmaster::internal

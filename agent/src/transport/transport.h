@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "clock.h"
@@ -40,10 +41,10 @@ class Transport {
   virtual Status Wait(int request) = 0;
   // Waits for every request posted so far.
   virtual Status WaitAll() = 0;
-  // The members a message of the current collective came from, as a bit
-  // mask of ranks (ranks >= 64 are not tracked): the flight recorder's
-  // "heard from".
-  virtual uint64_t HeardFrom() const = 0;
+  // The members a message of the current collective came from, each once,
+  // in the order first heard (any group size): the flight recorder's
+  // "heard from". Valid until the next Begin.
+  virtual std::span<const int> HeardFrom() const = 0;
 };
 
 }  // namespace ringmaster::internal
