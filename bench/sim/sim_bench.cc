@@ -50,14 +50,18 @@ int main(int argc, char** argv) {
           "{\"n\":%d,\"streams\":%d,\"formed\":%s,\"correct\":%s,\"error\":\"%s\",\"formation_s\":%.3f,"
           "\"probe_s\":%.3f,\"allreduce_s\":%.3f,\"wall_s\":%.3f,\"total_messages\":%llu,"
           "\"follower_max\":{\"connections\":%d,\"control\":%d,\"data\":%d,\"messages\":%d,\"formation\":%d,"
-          "\"heartbeat\":%d,\"data_messages\":%d},\"follower_mean\":{\"connections\":%.2f,\"messages\":%.2f},"
-          "\"leader\":{\"connections\":%d,\"formation_messages\":%d,\"other_messages\":%d},\"log2n\":%.0f}",
+          "\"heartbeat\":%d,\"data_messages\":%d,\"formation_entries\":%llu},\"follower_mean\":{"
+          "\"connections\":%.2f,"
+          "\"messages\":%.2f},\"leader\":{\"connections\":%d,\"formation_messages\":%d,\"other_messages\":%d,"
+          "\"formation_entries\":%llu},\"log2n\":%.0f}",
           n, c.streams, r.formed ? "true" : "false", r.correct ? "true" : "false", error.c_str(),
           r.formation_s, r.probe_s, r.allreduce_s, r.wall_s,
           static_cast<unsigned long long>(r.total_messages), m.connections(), m.control_connections,
           m.data_connections, m.messages(), m.formation_messages, m.heartbeat_messages, m.data_messages,
-          r.mean_follower_connections, r.mean_follower_messages, l.connections() + (n - 1),
-          l.formation_messages, l.heartbeat_messages + l.data_messages, std::log2(static_cast<double>(n)));
+          static_cast<unsigned long long>(m.formation_entries), r.mean_follower_connections,
+          r.mean_follower_messages, l.connections() + (n - 1), l.formation_messages,
+          l.heartbeat_messages + l.data_messages, static_cast<unsigned long long>(l.formation_entries),
+          std::log2(static_cast<double>(n)));
       std::printf("%s\n", line);
       std::fflush(stdout);
       if (json) std::fprintf(json, "%s\n", line);

@@ -25,11 +25,16 @@ TEST(MeshSim, ThousandMembersFormAllReduceAndGrowAsLogN) {
   std::string why;
   EXPECT_TRUE(WithinLogBound(r, c.n, kLogFactor, &why)) << why;
   // The parts: control fingers are 2 log2 N - 1 at a power of two (+-N/2 is
-  // one member), a follower calls the leader twice (challenge, Join), and
-  // the leader answers all of them.
+  // one member); a follower calls the leader twice (challenge, Join), takes
+  // the table from its parent and sends it to at most log2 N - 1 children
+  // (place 1); the leader answers every call and sends the table to its
+  // log2 N children, not to all: log2 N tables of N entries, where it sent
+  // N - 1 of them.
   EXPECT_EQ(r.max_follower.control_connections, 2 * 10 - 1);
-  EXPECT_EQ(r.max_follower.formation_messages, 4);
-  EXPECT_EQ(r.bills[0].formation_messages, 4 * (c.n - 1));
+  EXPECT_EQ(r.max_follower.formation_messages, 4 + 2 * (1 + 9));
+  EXPECT_EQ(r.bills[0].formation_messages, 4 * (c.n - 1) + 2 * 10);
+  EXPECT_EQ(r.bills[0].formation_entries, 10u * c.n);
+  EXPECT_EQ(r.max_follower.formation_entries, 9u * c.n);
   EXPECT_LE(r.max_follower.data_connections, 10 + 2 + 2);
   RecordProperty("formation_s", std::to_string(r.formation_s));
   RecordProperty("allreduce_s", std::to_string(r.allreduce_s));

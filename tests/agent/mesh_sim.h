@@ -8,8 +8,11 @@
 //
 //   formation    the real protocol: LocalBootstrapHub's leader (FormationHub)
 //                and each follower's JoinThrough (challenge, proof of the job
-//                key, Join, the answer checked); counted in calls to the
-//                leader, each a request and an answer;
+//                key, Join, the answer checked), the table going down the
+//                formation tree from member to member with the leader's
+//                proof (bootstrap/formation_tree.h); counted in calls to the
+//                leader and deliveries, each a request and an answer, and in
+//                the member entries each member sent;
 //   heartbeat    one period over the control overlay: one frame to each of
 //                Fingers(r, N) (group/overlay.h), one from each;
 //   link probe   what ProbeLinks (collectives/link_model.h) does on the first
@@ -57,11 +60,12 @@ struct MeshSimConfig {
 
 // One member's bill.
 struct MemberBill {
-  int control_connections = 0;  // its overlay fingers (heartbeats)
-  int data_connections = 0;     // peers x streams opened on first use
-  int formation_messages = 0;   // sent and received, to and from the leader
-  int heartbeat_messages = 0;   // sent and received in one period
-  int data_messages = 0;        // sent and received: probe and all-reduce
+  int control_connections = 0;     // its overlay fingers (heartbeats)
+  int data_connections = 0;        // peers x streams opened on first use
+  int formation_messages = 0;      // sent and received: the leader's calls, the table's deliveries
+  uint64_t formation_entries = 0;  // member entries sent: the tables in answers and deliveries
+  int heartbeat_messages = 0;      // sent and received in one period
+  int data_messages = 0;           // sent and received: probe and all-reduce
   int connections() const { return control_connections + data_connections; }
   int messages() const { return formation_messages + heartbeat_messages + data_messages; }
 };
@@ -117,6 +121,7 @@ inline MeshSimResult RunMeshSim(const MeshSimConfig& c) {
   std::vector<std::string> names;
   for (int r = 0; r < n; ++r) names.push_back("/job:worker/task:" + std::to_string(r));
   LocalBootstrapHub hub(names, c.key, c.timeout_s);
+  hub.SendTablesDownTree();
   LocalFabric control(n);
   std::vector<std::unique_ptr<LocalFabric>> data;
   for (int s = 0; s < c.streams; ++s) data.push_back(std::make_unique<LocalFabric>(n));
@@ -228,7 +233,10 @@ inline MeshSimResult RunMeshSim(const MeshSimConfig& c) {
       b.data_connections += d.peers;
       b.data_messages += static_cast<int>(d.sent + d.received);
     }
-    b.formation_messages = static_cast<int>(2 * (r == 0 ? follower_calls : hub.CallsOf(r)));
+    b.formation_messages =
+        static_cast<int>(2 * ((r == 0 ? follower_calls : hub.CallsOf(r)) + hub.DeliveriesOf(r)));
+    b.formation_entries = hub.EntriesSentBy(r);
+    out.total_messages += hub.DeliveriesOf(r);  // each delivery counted at both ends: 2 messages
     out.total_messages += ctl.sent;
     for (auto& f : data) out.total_messages += f->CountsOf(r).sent;
   }
@@ -240,6 +248,7 @@ inline MeshSimResult RunMeshSim(const MeshSimConfig& c) {
     m.control_connections = std::max(m.control_connections, b.control_connections);
     m.data_connections = std::max(m.data_connections, b.data_connections);
     m.formation_messages = std::max(m.formation_messages, b.formation_messages);
+    m.formation_entries = std::max(m.formation_entries, b.formation_entries);
     m.heartbeat_messages = std::max(m.heartbeat_messages, b.heartbeat_messages);
     m.data_messages = std::max(m.data_messages, b.data_messages);
     conns += b.connections();

@@ -146,24 +146,14 @@ grpc::ServerUnaryReactor* AgentService::Join(grpc::CallbackServerContext* ctx, c
       reactor->Finish(reactor->stranger ? Refuse(peer, table.status()) : ToGrpc(table.status()));
       return;
     }
-    if (const int place = PlaceOf(*table, claim.rank); place > 0 && TableTravelsDownTree(*table)) {
-      // The table comes from its parent in the formation tree; this answer
-      // proves the incarnation fresh (the member's nonces) and names who
-      // sends it.
-      resp->set_incarnation(table->incarnation);
-      resp->set_forwarded(true);
-      resp->set_parent(table->members[TreeParent(place)].rank);
-      if (!key_->empty()) {
-        Mac proof = internal::TableProof(*key_, claim, Table{table->incarnation, {}});
-        resp->set_proof(proof.data(), proof.size());
-      }
-    } else {
-      ToProto(*table, resp);
-      if (!key_->empty()) {
-        Mac proof = internal::TableProof(*key_, claim, *table);
-        resp->set_proof(proof.data(), proof.size());
-      }
-    }
+    // The table itself comes from the member's parent in the formation tree
+    // when it can; this answer proves the incarnation fresh (the member's
+    // nonces) and names who sends it.
+    const JoinAnswer a = AnswerJoin(*key_, claim, *table);
+    ToProto(a.table, resp);
+    resp->set_forwarded(a.forwarded);
+    resp->set_parent(a.parent);
+    resp->set_proof(a.proof);
     reactor->Finish(grpc::Status::OK);
   };
   reactor->set_ticket(

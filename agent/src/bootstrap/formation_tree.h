@@ -7,8 +7,10 @@
 // many, and the table reaches everyone in ⌈log2 n⌉ hops. Pure.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "bootstrap/join_checks.h"
 #include "bootstrap/table.h"
 
 namespace ringmaster::internal {
@@ -47,6 +49,33 @@ inline int PlaceOf(const Table& table, int rank) {
     if (table.members[i].rank == rank) return static_cast<int>(i);
   }
   return -1;
+}
+
+// What the leader answers the Join of `claim` once its round formed `table`
+// (the gRPC service and the in-process bootstrap alike): the incarnation and
+// who sends the table, or (the table does not travel down the tree) the
+// table itself; with the leader's proof over the member's nonces, the
+// incarnation and what the answer lists (`key` empty: none).
+struct JoinAnswer {
+  Table table;             // no members when forwarded
+  bool forwarded = false;  // the table comes from `parent` (a rank)
+  int parent = 0;
+  std::string proof;
+};
+inline JoinAnswer AnswerJoin(const JobKey& key, const JoinClaim& claim, const Table& table) {
+  JoinAnswer a;
+  if (const int place = PlaceOf(table, claim.rank); place > 0 && TableTravelsDownTree(table)) {
+    a.table.incarnation = table.incarnation;
+    a.forwarded = true;
+    a.parent = table.members[TreeParent(place)].rank;
+  } else {
+    a.table = table;
+  }
+  if (!key.empty()) {
+    Mac m = TableProof(key, claim, a.table);
+    a.proof.assign(m.data(), m.size());
+  }
+  return a;
 }
 
 }  // namespace ringmaster::internal
