@@ -16,10 +16,6 @@ std::vector<int> Fingers(int rank, int size) {
   return out;
 }
 
-}  // namespace ringmaster::internal
-
-namespace ringmaster::internal {
-
 bool FloodSeen::FirstSight(int origin, uint32_t id, int from) {
   if (origin < 0 || origin >= static_cast<int>(last_.size()) || id <= last_[origin]) return false;
   last_[origin] = id;
