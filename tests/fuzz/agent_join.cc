@@ -39,14 +39,16 @@ const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:
 bool FieldsValid(const pb::JoinRequest& req) {
   const int n = static_cast<int>(kNames.size());
   return req.group_size() == n && req.rank() > 0 && req.rank() < n && req.task_name() == kNames[req.rank()] &&
-         req.data_port() > 0 && req.data_port() <= 65535;
+         req.data_port() > 0 && req.data_port() <= 65535 && req.control_port() >= 0 &&
+         req.control_port() <= 65535;
 }
 
 // What an honest member puts in its proof (JoinProof, bootstrap/join_checks.h).
 std::string HonestProof(const JobKey& key, const pb::JoinRequest& req) {
   Mac mac = key.Sign("join", {req.server_nonce(), req.client_nonce(), U64(static_cast<uint64_t>(req.rank())),
                               U64(static_cast<uint64_t>(req.group_size())), req.task_name(),
-                              U64(static_cast<uint64_t>(req.data_port())), U64(req.process_id())});
+                              U64(static_cast<uint64_t>(req.data_port())), U64(req.process_id()),
+                              U64(static_cast<uint64_t>(req.control_port()))});
   return std::string(mac.data(), mac.size());
 }
 
