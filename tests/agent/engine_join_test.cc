@@ -355,12 +355,13 @@ TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
 
 // A member that never sends the table on is named by its children: at
 // their deadline they say whose table never came (the leader's words for
-// the members it waits for stay the same).
+// the members it waits for stay the same). The smallest group whose table
+// travels down the tree.
 TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
-  constexpr int kN = 4;
-  const double timeout_s = 3;
-  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1",
-                                          "/job:worker/task:2"};
+  constexpr int kN = static_cast<int>(internal::kTreeFromMembers);
+  const double timeout_s = 10;
+  std::vector<std::string> names = {"/job:chief/task:0"};
+  for (int r = 1; r < kN; ++r) names.push_back("/job:worker/task:" + std::to_string(r - 1));
   const internal::JobKey key(kKey);
   internal::RefusalLog refusals("test");
   std::vector<std::unique_ptr<internal::AgentService>> services;
@@ -387,15 +388,42 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
   tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   for (auto& t : threads) t.join();
   ASSERT_TRUE(tables[0].ok()) << tables[0].status().ToString();
-  ASSERT_TRUE(tables[2].ok()) << tables[2].status().ToString();  // from the leader
+  // Place 1's subtree is every odd place; the even ones get the table.
+  for (int r = 2; r < kN; r += 2) ASSERT_TRUE(tables[r].ok()) << r << ": " << tables[r].status().ToString();
   EXPECT_EQ(tables[1].status().ToString(),
             "DeadlineExceeded: group formation timed out: the table of this round never came from "
             "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
   EXPECT_EQ(tables[3].status().ToString(),
             "DeadlineExceeded: group formation timed out: the table of this round never came from "
             "/job:worker/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
+  for (int r = 5; r < kN; r += 2) EXPECT_FALSE(tables[r].ok()) << r;
   for (auto& s : services) s->Shutdown();
   for (auto& s : servers) s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+}
+
+// Below kTreeFromMembers members every Join answer carries the whole table
+// (a member that dies after its Join leaves nobody waiting for it); from
+// it on, the incarnation and the member's parent.
+TEST(FormationTree, OnlyGroupsOfSixtyFourOrMoreSendTheTableDownTheTree) {
+  const internal::JobKey key(kKey);
+  for (size_t n : {size_t{2}, size_t{8}, internal::kTreeFromMembers - 1, internal::kTreeFromMembers,
+                   internal::kTreeFromMembers + 1}) {
+    internal::Table table{9, {}};
+    for (size_t r = 0; r < n; ++r) {
+      const int rank = static_cast<int>(r);
+      table.members.push_back(MemberEntry{rank, "/job:worker/task:" + std::to_string(r), "h", 4000 + rank,
+                                          100u + r, r == 0 ? 0 : 5000 + rank});
+    }
+    internal::JoinClaim claim;
+    claim.rank = 3 % static_cast<int>(n);
+    claim.group_size = static_cast<int>(n);
+    const internal::JoinAnswer a = internal::AnswerJoin(key, claim, table);
+    const bool tree = n >= internal::kTreeFromMembers;
+    EXPECT_EQ(internal::TableTravelsDownTree(table), tree) << n;
+    EXPECT_EQ(a.forwarded, tree) << n;
+    EXPECT_EQ(a.table.members.size(), tree ? 0u : n) << n;
+    EXPECT_EQ(a.table.incarnation, 9u) << n;
+  }
 }
 
 // The formation tree: every member but the leader has one parent, is its

@@ -4,9 +4,11 @@
 // the table to its children; each member sends it on to its own. Place p's
 // parent is p with its highest bit cleared, its children p + 2^k for every
 // 2^k > p below n: the leader sends ⌈log2 n⌉ tables, a member at most that
-// many, and the table reaches everyone in ⌈log2 n⌉ hops. Pure.
+// many, and the table reaches everyone in ⌈log2 n⌉ hops. Only for groups of
+// kTreeFromMembers or more. Pure.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -32,11 +34,20 @@ inline std::vector<int> TreeChildren(int place, int n) {
   return out;
 }
 
-// Whether `table` travels down the tree: every member but the leader can be
-// sent it (a control port). Otherwise the leader answers every Join with the
-// whole table, as it must a member that cannot (a test's bare client).
+// The smallest group whose table travels down the tree. A smaller one gets
+// the whole table in every Join answer: a member that dies after its Join
+// then costs nothing but the round (no subtree waits on it), and the
+// leader's N - 1 tables of N entries stay small. Above it, a member that
+// dies after its Join and before it sends the table on leaves its subtree
+// waiting until the formation deadline (docs/agent.md, "Not done yet").
+inline constexpr size_t kTreeFromMembers = 64;
+
+// Whether `table` travels down the tree: at least kTreeFromMembers members,
+// and every member but the leader can be sent it (a control port).
+// Otherwise the leader answers every Join with the whole table, as it must
+// a member that cannot (a test's bare client).
 inline bool TableTravelsDownTree(const Table& table) {
-  if (table.members.size() < 2) return false;
+  if (table.members.size() < kTreeFromMembers) return false;
   for (size_t i = 1; i < table.members.size(); ++i) {
     if (table.members[i].control_port <= 0) return false;
   }
