@@ -132,19 +132,51 @@ class Communicator:
         """The task of `rank`, like "/job:worker/task:1"."""
         return str(self._c.task_name(int(rank)))
 
-    def all_reduce(self, values: Values, op: Any = "sum", options: OptionsLike = None) -> Any:
+    def all_reduce(self, values: Values, op: Any = "sum", options: OptionsLike = None,
+                   out: Optional[Values] = None) -> Any:
         """Reduces one array or a list across the group, in place; returns them.
 
         Writable C-contiguous NumPy arrays and CPU DLPack tensors are reduced
         in place and returned as the same objects; other inputs (read-only,
         strided, Python lists) are copied and new arrays returned.
+
+        With ``out`` (an array, or a list as long as ``values``): the results
+        go there and ``values`` are only read, with no copy of them (the
+        engine reads each input as it reduces); returns ``out``. Each
+        ``out[i]`` must be a writable C-contiguous array of ``values[i]``'s
+        dtype and size.
         """
         code = _op_code(op)
+        if out is not None:
+            return self._all_reduce_into(values, out, code, options)
         items, single = _as_list(values)
         prepared = [_prepare(v, f"values[{i}]") for i, v in enumerate(items)]
         specs = [_spec(a, f"values[{i}]") for i, (_, a) in enumerate(prepared)]
         self._c.allreduce(specs, code, _options(options))
         return _repack(values, [r for r, _ in prepared], single)
+
+    def _all_reduce_into(self, values: Values, out: Values, code: int, options: OptionsLike) -> Any:
+        items, single = _as_list(values)
+        outs, out_single = _as_list(out)
+        if single != out_single or len(outs) != len(items):
+            raise InvalidArgumentError(f"out: must match values ({len(items)} {'array' if single else 'arrays'}), "
+                             f"got {len(outs)} {'array' if out_single else 'arrays'}")
+        sources, specs = [], []
+        for i, (v, o) in enumerate(zip(items, outs)):
+            arr, _ = _view(v, f"values[{i}]")
+            _dtype_code(arr, f"values[{i}]")
+            if not arr.flags.c_contiguous:
+                arr = np.ascontiguousarray(arr)
+            dest, own = _view(o, f"out[{i}]")
+            if not (own and dest.flags.c_contiguous and dest.flags.writeable):
+                raise InvalidArgumentError(f"out[{i}]: must be a writable C-contiguous array")
+            if dest.dtype != arr.dtype or dest.size != arr.size:
+                raise InvalidArgumentError(f"out[{i}]: must be {arr.dtype} of {arr.size} elements like values[{i}], "
+                                 f"got {dest.dtype} of {dest.size}")
+            sources.append(arr)
+            specs.append(_spec(dest, f"out[{i}]"))
+        self._c.allreduce_from([a.ctypes.data for a in sources], specs, code, _options(options))
+        return out
 
     def all_reduce_async(self, values: Values, op: Any = "sum", options: OptionsLike = None) -> Handle:
         """all_reduce that returns at once; Handle.wait() gives the values."""

@@ -282,6 +282,21 @@ NB_MODULE(_core, m) {
                return rm_allreduce(comm, ts.data(), ts.size(), static_cast<rm_reduce_op>(op), opts.get());
              });
            })
+      .def("allreduce_from",
+           [](const Comm& c, const std::vector<std::uintptr_t>& sources, const std::vector<TensorSpec>& specs,
+              int op, std::optional<OptionsSpec> o) {
+             auto ts = ToTensors(specs);
+             auto opts = ToOptions(o);
+             std::vector<const void*> from;
+             for (std::uintptr_t s : sources) from.push_back(reinterpret_cast<const void*>(s));
+             rm_communicator* comm = c.get();
+             CallReleased([&] {
+               rm_handle* h = nullptr;
+               int code = rm_allreduce_async_from(comm, from.data(), ts.data(), ts.size(),
+                                                  static_cast<rm_reduce_op>(op), opts.get(), &h);
+               return code != RM_OK ? code : rm_handle_wait(h);
+             });
+           })
       .def(
           "allreduce_async",
           [](const Comm& c, const std::vector<TensorSpec>& specs, int op, std::optional<OptionsSpec> o,

@@ -173,6 +173,30 @@ def scenario_collectives(comm: ringmaster.Communicator) -> dict:
     strided = big[:, ::2]
     st_out = comm.all_reduce(strided)
     assert st_out is not strided and np.all(big == 1) and np.all(st_out == SIZE)
+    # Out of place (out=): the inputs are only read, even read-only ones,
+    # with every algorithm; the results land in `out`, which is returned.
+    for algorithm in ("ring", "rd", "hd", "auto"):
+        src = np.arange(100_003, dtype=np.float32) * (RANK + 1)
+        src.setflags(write=False)
+        small = np.full(3, RANK + 1, dtype=np.int64)
+        dst, small_dst = np.full(100_003, np.nan, dtype=np.float32), np.zeros(3, dtype=np.int64)
+        opts = ringmaster.CommunicationOptions(algorithm=algorithm)
+        got = comm.all_reduce([src, small], out=[dst, small_dst], options=opts)
+        assert got[0] is dst and got[1] is small_dst, algorithm
+        assert np.array_equal(dst, np.arange(100_003, dtype=np.float32) * total), (algorithm, dst[:4])
+        assert np.all(small_dst == total) and np.all(small == RANK + 1), algorithm
+        assert np.array_equal(src, np.arange(100_003, dtype=np.float32) * (RANK + 1)), algorithm
+    one = np.empty(2)
+    assert comm.all_reduce(np.full(2, 1.0), op="max", out=one) is one and np.all(one == 1.0)
+    for bad_out, words in ((np.empty(3, np.float32), "out[0]: must be float64 of 2 elements"),
+                           (np.empty(4)[::2], "out[0]: must be a writable C-contiguous array"),
+                           ([np.empty(2), np.empty(2)], "out: must match values")):
+        try:
+            comm.all_reduce(np.full(2, 1.0), out=bad_out)
+        except ringmaster.InvalidArgumentError as err:
+            assert words in str(err), (words, str(err))
+        else:
+            raise AssertionError(f"accepted out={bad_out!r}")
     # DLPack: the producer's memory is reduced in place, no copy.
     backing = np.full(8, RANK + 1, dtype=np.float32)
     wrapped = DLPackOnly(backing)
