@@ -351,38 +351,11 @@ struct AlgoCase {
   Algorithm algo;
 };
 
-class AllReduceOverLocal : public ::testing::TestWithParam<AlgoCase> {};
-
-TEST_P(AllReduceOverLocal, SumMinMaxAreExact) {
-  const auto c = GetParam();
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
-    std::vector<std::vector<double>> results(c.n);
-    RingTuning tuning;
-    tuning.chunk_bytes = 64;  // many chunks even for small counts: exercises the pipeline
-    tuning.staging_chunks = 3;
-    OnFabric(c.n, [&](Transport& t) {
-      std::vector<double> v(c.count);
-      for (size_t i = 0; i < c.count; ++i) v[i] = Value(t.rank(), i);
-      Status s = AllReduce(t, c.algo, v.data(), c.count, DataType::kFloat64, op, tuning);
-      EXPECT_TRUE(s.ok()) << s.ToString();
-      results[t.rank()] = v;
-    });
-    for (size_t i = 0; i < c.count; ++i) {
-      double want = Value(0, i);
-      for (int r = 1; r < c.n; ++r) {
-        double x = Value(r, i);
-        want = op == ReduceOp::kSum ? want + x : op == ReduceOp::kMin ? std::min(want, x) : std::max(want, x);
-      }
-      for (int r = 0; r < c.n; ++r) ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i;
-    }
-  }
-}
-
 // Out of place (the op on a tensor TensorFlow holds elsewhere): the same
 // bits as in place, the input untouched, and nothing read from the output
 // beforehand (it starts as NaN, which would poison any sum or comparison).
-TEST_P(AllReduceOverLocal, OutOfPlaceGivesTheSameBitsAndLeavesTheInput) {
-  const auto c = GetParam();
+// Called by the test above (one process per case is enough).
+void ExpectOutOfPlaceGivesTheSameBitsAndLeavesTheInput(const AlgoCase& c) {
   for (bool through_pack : {false, true}) {
     if (!through_pack && c.algo != Algorithm::kRing) continue;
     std::vector<std::vector<double>> results(c.n);
@@ -408,6 +381,34 @@ TEST_P(AllReduceOverLocal, OutOfPlaceGivesTheSameBitsAndLeavesTheInput) {
       for (int r = 0; r < c.n; ++r) want += Value(r, i);
       for (int r = 0; r < c.n; ++r)
         ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i << (through_pack ? " (pack)" : "");
+    }
+  }
+}
+
+class AllReduceOverLocal : public ::testing::TestWithParam<AlgoCase> {};
+
+TEST_P(AllReduceOverLocal, SumMinMaxAreExactInAndOutOfPlace) {
+  const auto c = GetParam();
+  ExpectOutOfPlaceGivesTheSameBitsAndLeavesTheInput(c);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax}) {
+    std::vector<std::vector<double>> results(c.n);
+    RingTuning tuning;
+    tuning.chunk_bytes = 64;  // many chunks even for small counts: exercises the pipeline
+    tuning.staging_chunks = 3;
+    OnFabric(c.n, [&](Transport& t) {
+      std::vector<double> v(c.count);
+      for (size_t i = 0; i < c.count; ++i) v[i] = Value(t.rank(), i);
+      Status s = AllReduce(t, c.algo, v.data(), c.count, DataType::kFloat64, op, tuning);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      results[t.rank()] = v;
+    });
+    for (size_t i = 0; i < c.count; ++i) {
+      double want = Value(0, i);
+      for (int r = 1; r < c.n; ++r) {
+        double x = Value(r, i);
+        want = op == ReduceOp::kSum ? want + x : op == ReduceOp::kMin ? std::min(want, x) : std::max(want, x);
+      }
+      for (int r = 0; r < c.n; ++r) ASSERT_EQ(results[r][i], want) << "rank " << r << " element " << i;
     }
   }
 }
