@@ -276,12 +276,17 @@ class Rank:
 
 
 def timed(fn, total, barrier=None):
-    """Calls fn() `total` times back to back; fn must block until its step is
-    done. Returns every call's wall time in seconds."""
-    if barrier:
-        barrier()
+    """Calls fn() `total` times; fn must block until its step is done.
+    With `barrier`, every call starts together on the ranks (the barrier is
+    outside the timed part), so a case without a collective of its own (a
+    copy, a tape without the all-reduce) is timed as the cases with one
+    are: back to back, its ranks drift apart and contend less for memory,
+    which made such references look cheaper. Returns every call's wall time
+    in seconds."""
     times = []
     for _ in range(total):
+        if barrier:
+            barrier()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
@@ -477,7 +482,7 @@ def ringmaster_runner(r: Rank):
             # What TensorFlow's semantics cost when the op cannot write into
             # its inputs (held elsewhere, as the captured gradients here): a
             # fresh output buffer and a copy. Snapshot copies exactly then.
-            reduce_case(r, case, tf, lambda ts: [tf.raw_ops.Snapshot(input=t) for t in ts], False, None,
+            reduce_case(r, case, tf, lambda ts: [tf.raw_ops.Snapshot(input=t) for t in ts], False, barrier,
                         want=lambda rank: float(rank + 1))
         elif kind == "allreduce-fresh":
             # The op on tensors made in the graph (no other reference, as a
