@@ -55,8 +55,18 @@ rank (rank 0's in the tables), the warm-up iterations of each round dropped:
              one call), what our Python paths are measured against; and out
              of place (allreduce-engine-out: all_reduce(arrays, out=...), the
              inputs only read), the work TensorFlow's semantics ask of the op
-             on tensors held elsewhere, as the captured gradients here. Every
-             one is checked after timing: each rank's (rank + 1) sums to 6.
+             on tensors held elsewhere, as the captured gradients here; and
+             one call per tensor, out of place (allreduce-engine-pertensor),
+             the work 8 eager per-tensor calls must do: each returns its sum
+             before the next starts, and eager inputs are held by Python.
+             Every one is checked after timing: each rank's (rank + 1) sums
+             to 6.
+  strategy-run-eager  strategy.run(fn) eagerly under our strategy, fn the
+             all-reduce case's with its all_reduce replaced by a merge_call
+             that hands the 8 tensors back, no all-reduce: TensorFlow's own
+             cost of running a replica function eagerly (a thread per
+             replica and the merge_call hand-off), which its all_reduce
+             eagerly pays on top of the op.
   tape       DistributedGradientTape(op=Sum) over a loss linear in 8
              variables of the gradients' shapes (its gradients are 8
              tensors of those shapes), and the same tape without it
@@ -109,7 +119,7 @@ MODELS = {
 }
 
 RM_ALLREDUCES = ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
-                 "allreduce-engine-out/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
+                 "allreduce-engine-out/ringmaster", "allreduce-engine-pertensor/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
                  "allreduce-grouped/ringmaster", "allreduce-grouped-eager/ringmaster",
                  "allreduce-pertensor/ringmaster", "allreduce-pertensor-eager/ringmaster",
                  "tape/ringmaster", "tape/none", "tape-eager/ringmaster", "tape-eager/none"]
@@ -120,7 +130,8 @@ GROUPS = {
     "mwms": (N, {"TF_USE_LEGACY_KERAS": "1"}, ["allreduce/mwms", "step/mwms", "fit-tf_keras/mwms"]),
     # The same code as "mwms" under ringmaster.tensorflow.MultiWorkerMirroredStrategy
     "rm-mwms": (N, {"TF_USE_LEGACY_KERAS": "1"},
-                ["allreduce/rm-mwms", "allreduce-eager/rm-mwms", "step/rm-mwms", "fit-tf_keras/rm-mwms"]),
+                ["allreduce/rm-mwms", "allreduce-eager/rm-mwms", "strategy-run-eager/rm-mwms", "step/rm-mwms",
+                 "fit-tf_keras/rm-mwms"]),
     "rm-keras3": (N, {}, ["fit-keras3/ringmaster", "fit-keras3/none"]),
     "single": (1, {"TF_USE_LEGACY_KERAS": "1"}, ["step/none", "fit-tf_keras/none"]),
     # Horovod's venv (Keras 2.13 is tf.keras there: no TF_USE_LEGACY_KERAS)
@@ -134,6 +145,15 @@ RM = "rm-tf_keras"
 # with nothing to reduce, 7-13 % of a vCPU per rank measured here while it
 # waited, which the other groups' turns would pay for.
 NEVER_KEPT = {HOROVOD_GROUP}
+
+
+def ref_words(ref):
+    """A same-work row's reference, in words."""
+    words = {"allreduce-engine-out/ringmaster": "the engine out of place",
+             "allreduce-engine-pertensor/ringmaster": "the engine per tensor, out of place",
+             "strategy-run-eager/rm-mwms": "strategy.run's own eager cost",
+             "tape-eager/none": "the same tape without it"}
+    return " + ".join(words[case] for _, case in ref)
 
 
 def ratios(horovod: bool) -> list[rd.Ratio]:
@@ -185,6 +205,20 @@ def ratios(horovod: bool) -> list[rd.Ratio]:
                      engine_out, ("<=", 1.1), short))
     out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
                  "the engine out of place / in place", engine_out, engine, None, "engine out / in"))
+    # Eager inputs are held by Python, so eagerly the op cannot reduce in
+    # place: the same work is the engine out of place (per tensor for the
+    # per-tensor calls, which run one after the other).
+    same = "/ the engine doing the same work"
+    for name, key, ref, short in [
+            ("grouped_allreduce, eager", (RM, "allreduce-grouped-eager/ringmaster"), engine_out, "grouped eager / out"),
+            ("per-tensor allreduce, eager", (RM, "allreduce-pertensor-eager/ringmaster"),
+             ((RM, "allreduce-engine-pertensor/ringmaster"),), "per-tensor eager / per tensor"),
+            ("our strategy's all_reduce (CrossDeviceOps), eager", ("rm-mwms", "allreduce-eager/rm-mwms"),
+             engine_out + (("rm-mwms", "strategy-run-eager/rm-mwms"),), "strategy eager / out + run"),
+            ("DistributedGradientTape, eager", (RM, "tape-eager/ringmaster"), engine_out + ((RM, "tape-eager/none"),),
+             "tape eager / out")]:
+        out.append(R("Our Python paths / the engine alone on the same buffers (a cost)", f"{name} {same}: {ref_words(ref)}",
+                     (key,), ref, ("<=", 1.1), short))
     out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
                  "rm.all_reduce on tensors made in the graph (in place), tf.function / (the engine + the copy "
                  "that made them)", ((RM, "allreduce-fresh/ringmaster"),), engine + ((RM, "allreduce-copy/none"),),
@@ -515,6 +549,23 @@ def ringmaster_runner(r: Rank):
             fills = [np.full(s, float(r.rank + 1), np.float32) for s in shapes]
             comm.all_reduce(fills, "sum", out=outs)
             r.record(case, times, all_equal(outs, float(N * (N + 1) // 2)))
+        elif kind == "allreduce-engine-pertensor":
+            # The engine out of place, one call per tensor, one after the
+            # other: what 8 eager per-tensor calls on Python-held tensors do.
+            import numpy as np
+            import ringmaster
+            comm = ringmaster.default_communicator()
+            shapes = grad_shapes(r.args.model)
+            arrays = [np.random.default_rng(r.rank).standard_normal(s).astype(np.float32) for s in shapes]
+            outs = [np.empty(s, np.float32) for s in shapes]
+
+            def per_tensor(values):
+                for a, o in zip(values, outs):
+                    comm.all_reduce(a, "sum", out=o)
+
+            times = timed(lambda: per_tensor(arrays), total, barrier)
+            per_tensor([np.full(s, float(r.rank + 1), np.float32) for s in shapes])
+            r.record(case, times, all_equal(outs, float(N * (N + 1) // 2)))
         elif kind.startswith("tape"):
             tape_case(r, case, tf, rm if peer == "ringmaster" else None, barrier)
         elif kind == "step":
@@ -571,6 +622,18 @@ def mwms_runner(r: Rank, ours: bool = False):
         kind, _ = case.split("/")
         if kind in ("allreduce", "allreduce-eager"):
             reduce_case(r, case, tf, reduce, kind == "allreduce-eager", barrier)
+        elif kind == "strategy-run-eager":
+            # TensorFlow's own machinery around an eager all_reduce: the same
+            # replica function as reduce()'s, its all_reduce replaced by a
+            # merge_call that hands the values back (the hand-off between
+            # the replica's thread and the caller's that an all_reduce
+            # makes), no all-reduce.
+            def handoff(ts):
+                def fn(*vs):
+                    return tf.distribute.get_replica_context().merge_call(
+                        lambda _, *a: a, args=tuple(tf.identity(v) for v in vs))
+                return strategy.run(fn, args=tuple(ts))
+            reduce_case(r, case, tf, handoff, True, barrier, want=lambda rank: float(rank + 1))
         elif kind == "step":
             with strategy.scope():
                 model = build_model(keras, r.args.model)

@@ -31,7 +31,7 @@ RINGMASTER_TF_PREBUILT=0, the op then built from its sources). Groups cycle
 through the variants (A, B, A, B, ...). Prints one JSON line per group.
 
     python bench/tensorflow/op_bytes.py [--groups 4] [--rounds 3] [--iters 8]
-        [--variant NAME[:VAR=VALUE,...]]...
+        [--cases default|paths] [--variant NAME[:VAR=VALUE,...]]...
 """
 from __future__ import annotations
 
@@ -48,7 +48,39 @@ from pathlib import Path
 SHAPES = [(1024, 4096), (4096,), (4096, 4096), (4096,), (4096, 1024), (1024,), (1024, 10), (10,)]
 
 
-def member(rounds: int, iters: int) -> None:
+def path_cases(tf, rm, comm, arrays, ts) -> dict:
+    """--cases paths: the paths over 1.1x the engine in scripts/bench keras
+    (the eager per-tensor allreduce, DistributedGradientTape) beside the
+    engine doing the same work: the whole list in one call, in place or
+    out of place, and one call per tensor (what 8 eager calls must do)."""
+    import numpy as np
+    outs = [np.empty_like(a) for a in arrays]
+    vs = [tf.Variable(tf.zeros(a.shape)) for a in arrays]
+
+    def tape(api):
+        def grads():
+            with tf.GradientTape() as t:
+                loss = tf.add_n([tf.reduce_sum(v * c) for v, c in zip(vs, ts)])
+            if api is not None:
+                t = api.DistributedGradientTape(t, op=api.Sum)
+            return t.gradient(loss, vs)
+        return grads
+
+    tape_fn, alone_fn = tf.function(tape(rm)), tf.function(tape(None))
+    return {
+        "engine in place": lambda: comm.all_reduce(arrays, "sum"),
+        "engine out of place": lambda: comm.all_reduce(arrays, "sum", out=outs),
+        "engine per tensor, out of place": lambda: [comm.all_reduce(a, "sum", out=o) for a, o in zip(arrays, outs)],
+        "op per tensor, eager": lambda: [rm.allreduce(t, op=rm.Sum) for t in ts][-1].numpy(),
+        "op grouped, eager": lambda: rm.grouped_allreduce(ts, op=rm.Sum)[-1].numpy(),
+        "tape, tf.function": lambda: tape_fn()[-1].numpy(),
+        "tape alone, tf.function": lambda: alone_fn()[-1].numpy(),
+        "tape, eager": lambda: tape(rm)()[-1].numpy(),
+        "tape alone, eager": lambda: tape(None)()[-1].numpy(),
+    }
+
+
+def member(rounds: int, iters: int, case_set: str = "default") -> None:
     import numpy as np
     import ringmaster
     import ringmaster.tensorflow as rm
@@ -73,6 +105,8 @@ def member(rounds: int, iters: int) -> None:
     }
     back_to_back = {"engine in place, back to back": cases["engine in place"],
                     "op, captured, back to back": cases["op, captured"]}
+    if case_set == "paths":
+        cases, back_to_back = path_cases(tf, rm, comm, arrays, ts), {}
 
     faults: dict = {}
 
@@ -102,14 +136,14 @@ def member(rounds: int, iters: int) -> None:
     os._exit(0)
 
 
-def run_group(name: str, extra: dict, rounds: int, iters: int) -> dict:
+def run_group(name: str, extra: dict, rounds: int, iters: int, case_set: str = "default") -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
     from ports import free_ports
     ports = free_ports(6)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:3]]}
     procs = []
     for i in range(3):
-        env = dict(os.environ, OP_BYTES_MEMBER=f"{rounds},{iters}", TF_CPP_MIN_LOG_LEVEL="2",
+        env = dict(os.environ, OP_BYTES_MEMBER=f"{rounds},{iters},{case_set}", TF_CPP_MIN_LOG_LEVEL="2",
                    CUDA_VISIBLE_DEVICES="", TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "worker",
                                                                                                 "index": i}}),
                    RINGMASTER_PORT=",".join(map(str, ports[3:])))
@@ -134,12 +168,14 @@ def run_group(name: str, extra: dict, rounds: int, iters: int) -> dict:
 
 def main() -> int:
     if os.environ.get("OP_BYTES_MEMBER"):
-        rounds, iters = map(int, os.environ["OP_BYTES_MEMBER"].split(","))
-        member(rounds, iters)
+        rounds, iters, case_set = os.environ["OP_BYTES_MEMBER"].split(",")
+        member(int(rounds), int(iters), case_set)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=8)
+    ap.add_argument("--cases", choices=["default", "paths"], default="default",
+                    help="paths: the eager per-tensor allreduce and DistributedGradientTape beside the engine")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME[:VAR=VALUE,...]")
     args = ap.parse_args()
     variants = []
@@ -150,7 +186,7 @@ def main() -> int:
     for g in range(args.groups):
         name, extra = variants[g % len(variants)]
         load = os.getloadavg()[0]
-        got = run_group(name, extra, args.rounds, args.iters)
+        got = run_group(name, extra, args.rounds, args.iters, args.cases)
         med = {k: round(statistics.median(v), 1) for k, v in got["ms"].items()}
         flt = {k: int(statistics.median(v)) for k, v in got["faults"].items()}
         print(json.dumps({"variant": name, "load": round(load, 1), "median_ms": med,
