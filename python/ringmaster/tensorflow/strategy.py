@@ -138,6 +138,8 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         """``result`` (one worker-local value) on every destination device,
         as TensorFlow's CollectiveAllReduce returns it (Mirrored, or the
         value itself for one device)."""
+        if self._one_device_match(per_replica, destinations):
+            return result
         if _cdo._devices_match(per_replica, destinations, self._canonicalize_devices):  # noqa: SLF001
             if len(self._devices) == 1:
                 return result  # where the value was: TensorFlow's ops return it as it is too
@@ -151,6 +153,30 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
             with _tf_ops.device(d):
                 copies.append(tf.identity(result))
         return distribute_utils.regroup(copies, wrap_class=_values.Mirrored)
+
+    def _one_device_match(self, per_replica: Any, destinations: Any) -> bool:
+        """True when the worker has one device and ``destinations`` is
+        ``per_replica``'s own: a replica context's all-reduce passes the
+        value itself, or (one replica) its device's name. TensorFlow's
+        check canonicalizes both sides' device names on every call, which
+        eagerly costs more per value than the op's call; the names are
+        canonicalized once here."""
+        if len(self._devices) != 1:
+            return False
+        if destinations is per_replica:
+            return True
+        if not isinstance(destinations, str) or len(getattr(per_replica, "values", ())) != 1:
+            return False
+        value_device = getattr(per_replica.values[0], "device", None)
+        return isinstance(value_device, str) and self._canonical(destinations) == self._canonical(value_device)
+
+    def _canonical(self, device: str) -> str:
+        cache = self.__dict__.setdefault("_canonical_names", {})
+        if device not in cache:
+            canon = device_util.canonicalize if self._canonicalize_devices else \
+                device_util.canonicalize_without_job_and_task
+            cache[device] = canon(device)
+        return cache[device]
 
     # ----------------------------------------------- CrossDeviceOps's API
 
