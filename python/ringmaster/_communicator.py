@@ -106,6 +106,39 @@ class Handle:
         return self._result
 
 
+def _check_no_overlap(sources: List[np.ndarray], dests: List[int], sizes: List[int]) -> List[int]:
+    """The engine's source addresses for an out-of-place all-reduce: 0 (in
+    place) where out[i] is values[i]'s own memory. Any other overlap of an
+    output with an input or with another output would be read after it was
+    written (or written twice): refused, naming both. Inputs may overlap
+    each other (they are only read). Sorted spans, not every pair."""
+    import bisect
+
+    from_, inputs, outputs = [], [], []
+    for i, (arr, dest, size) in enumerate(zip(sources, dests, sizes)):
+        src = arr.ctypes.data
+        from_.append(0 if src == dest else src)  # out[i] is values[i]: reduced in place
+        if src != dest and size:
+            inputs.append((src, src + size, f"values[{i}]"))
+        if size:
+            outputs.append((dest, dest + size, f"out[{i}]"))
+    words = "out must not share memory with the inputs (other than out[i] being values[i] itself) or another out"
+    outputs.sort()
+    for (_, end, name), (start, _, other) in zip(outputs, outputs[1:]):
+        if start < end:
+            raise InvalidArgumentError(f"{other}: overlaps {name} ({words})")
+    inputs.sort()
+    starts = [s for s, _, _ in inputs]
+    reach = []  # reach[k]: the furthest end of inputs[0..k], and whose it is
+    for start, end, name in inputs:
+        reach.append(max(reach[-1], (end, name)) if reach else (end, name))
+    for start, end, name in outputs:
+        k = bisect.bisect_left(starts, end) - 1  # the last input starting before this output ends
+        if k >= 0 and reach[k][0] > start:
+            raise InvalidArgumentError(f"{name}: overlaps {reach[k][1]} ({words})")
+    return from_
+
+
 class Communicator:
     """A formed collective group (one member per process)."""
 
@@ -161,7 +194,7 @@ class Communicator:
         if single != out_single or len(outs) != len(items):
             raise InvalidArgumentError(f"out: must match values ({len(items)} {'array' if single else 'arrays'}), "
                              f"got {len(outs)} {'array' if out_single else 'arrays'}")
-        sources, specs = [], []
+        sources, dests, specs = [], [], []
         for i, (v, o) in enumerate(zip(items, outs)):
             arr, _ = _view(v, f"values[{i}]")
             _dtype_code(arr, f"values[{i}]")
@@ -174,8 +207,10 @@ class Communicator:
                 raise InvalidArgumentError(f"out[{i}]: must be {arr.dtype} of {arr.size} elements like values[{i}], "
                                  f"got {dest.dtype} of {dest.size}")
             sources.append(arr)
+            dests.append(dest.ctypes.data)
             specs.append(_spec(dest, f"out[{i}]"))
-        self._c.allreduce_from([a.ctypes.data for a in sources], specs, code, _options(options))
+        from_ = _check_no_overlap(sources, dests, [a.nbytes for a in sources])
+        self._c.allreduce_from(from_, specs, code, _options(options))
         return out
 
     def all_reduce_async(self, values: Values, op: Any = "sum", options: OptionsLike = None) -> Handle:

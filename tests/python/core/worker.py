@@ -197,6 +197,24 @@ def scenario_collectives(comm: ringmaster.Communicator) -> dict:
             assert words in str(err), (words, str(err))
         else:
             raise AssertionError(f"accepted out={bad_out!r}")
+    # out[i] being values[i] itself is in place; inputs may overlap each
+    # other; any other overlap with an output is refused, naming both.
+    same = np.full(5, float(RANK + 1))
+    assert comm.all_reduce(same, out=same) is same and np.all(same == total)
+    shared = np.arange(6, dtype=np.float64)
+    o1, o2 = np.empty(4), np.empty(4)
+    comm.all_reduce([shared[:4], shared[2:]], out=[o1, o2])
+    assert np.array_equal(o1, np.arange(4) * SIZE) and np.array_equal(o2, np.arange(2, 6) * SIZE), (o1, o2)
+    buf = np.zeros(12)
+    for values, out, words in ((buf[:6], buf[4:10], "out[0]: overlaps values[0]"),
+                               ([np.ones(4), np.ones(4)], [buf[:4], buf[2:6]], "out[1]: overlaps out[0]"),
+                               ([buf[:4], np.ones(4)], [np.empty(4), buf[3:7]], "out[1]: overlaps values[0]")):
+        try:
+            comm.all_reduce(values, out=out)
+        except ringmaster.InvalidArgumentError as err:
+            assert words in str(err), (words, str(err))
+        else:
+            raise AssertionError(f"accepted an out overlapping: {words}")
     # DLPack: the producer's memory is reduced in place, no copy.
     backing = np.full(8, RANK + 1, dtype=np.float32)
     wrapped = DLPackOnly(backing)
