@@ -59,6 +59,25 @@ std::optional<JobWorkers> JobWorkersOf(const nlohmann::json& job) {
                     wanted->get<int>()};
 }
 
+std::optional<JobWorkers> TfJobWorkersOf(const nlohmann::json& tfjob) {
+  if (!tfjob.is_object() || !tfjob.contains("metadata") || !tfjob["metadata"].is_object())
+    return std::nullopt;
+  const nlohmann::json* worker = nullptr;
+  if (auto spec = tfjob.find("spec"); spec != tfjob.end() && spec->is_object())
+    if (auto specs = spec->find("tfReplicaSpecs"); specs != spec->end() && specs->is_object())
+      if (auto w = specs->find("Worker"); w != specs->end() && w->is_object()) worker = &*w;
+  if (worker == nullptr) return std::nullopt;
+  auto replicas = worker->find("replicas");
+  const int wanted = replicas != worker->end() && replicas->is_number_integer() ? replicas->get<int>() : 1;
+  int active = 0;
+  if (auto status = tfjob.find("status"); status != tfjob.end() && status->is_object())
+    if (auto rs = status->find("replicaStatuses"); rs != status->end() && rs->is_object())
+      if (auto w = rs->find("Worker"); w != rs->end() && w->is_object())
+        if (auto a = w->find("active"); a != w->end() && a->is_number_integer()) active = a->get<int>();
+  const nlohmann::json& meta = tfjob["metadata"];
+  return JobWorkers{meta.value("namespace", ""), meta.value("name", ""), active, wanted};
+}
+
 QueueMetrics::QueueMetrics(prometheus::Registry& r, const std::string& queue) {
   const prometheus::Labels name = {{"name", queue}};
   adds_ = &BuildCounter()
@@ -127,11 +146,11 @@ OperatorMetrics::OperatorMetrics(const std::string& version)
                       .Register(*registry_)),
       workers_active_(BuildGauge()
                           .Name("ringmaster_job_workers_active")
-                          .Help("Worker pods of a DistributedJob that run (status.workersActive).")
+                          .Help("Worker pods of a job that run (a DistributedJob's status.workersActive).")
                           .Register(*registry_)),
       workers_wanted_(BuildGauge()
                           .Name("ringmaster_job_workers_wanted")
-                          .Help("Worker replicas a DistributedJob asks for (status.workersWanted).")
+                          .Help("Worker replicas a job asks for (a DistributedJob's status.workersWanted).")
                           .Register(*registry_)),
       requests_(BuildCounter()
                     .Name("rest_client_requests_total")
@@ -201,22 +220,24 @@ void OperatorMetrics::CountJob(const JobTransition& t, const std::string& ns) {
   if (t.recoveries > 0) recoveries_.Add(labels).Increment(t.recoveries);
 }
 
-void OperatorMetrics::SetJobWorkers(const std::vector<JobWorkers>& jobs) {
+void OperatorMetrics::SetJobWorkers(const std::vector<JobWorkers>& jobs, const std::string& kind) {
+  std::lock_guard<std::mutex> lock(jobs_mu_);
   std::map<std::pair<std::string, std::string>, std::pair<prometheus::Gauge*, prometheus::Gauge*>> now;
   for (const auto& j : jobs) {
-    const prometheus::Labels labels = {{"namespace", j.ns}, {"job_name", j.name}};
+    const prometheus::Labels labels = {{"namespace", j.ns}, {"job_name", j.name}, {"kind", kind}};
     auto& [active, wanted] = now[{j.ns, j.name}];
     active = &workers_active_.Add(labels);
     wanted = &workers_wanted_.Add(labels);
     active->Set(j.active);
     wanted->Set(j.wanted);
   }
-  for (const auto& [key, gauges] : job_workers_) {
+  auto& before = job_workers_[kind];
+  for (const auto& [key, gauges] : before) {
     if (now.count(key)) continue;
     workers_active_.Remove(gauges.first);
     workers_wanted_.Remove(gauges.second);
   }
-  job_workers_ = std::move(now);
+  before = std::move(now);
 }
 
 void OperatorMetrics::Request(std::string_view method, int code, double seconds) {

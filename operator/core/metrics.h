@@ -45,6 +45,10 @@ struct JobWorkers {
 };
 // Pure: nullopt for a job whose status has no worker counts yet.
 std::optional<JobWorkers> JobWorkersOf(const nlohmann::json& job);
+// Pure, a kubeflow.org/v1 TFJob: the spec's Worker replicas (1 when the
+// Worker spec says none) and status.replicaStatuses.Worker.active (0 until
+// training-operator's status says); nullopt for a TFJob without workers.
+std::optional<JobWorkers> TfJobWorkersOf(const nlohmann::json& tfjob);
 
 // client-go's work queue metrics for one queue (label name=<queue>).
 class QueueMetrics final : public WorkQueueObserver {
@@ -84,9 +88,11 @@ class OperatorMetrics {
   void PodDeleted() { pods_deleted_->Increment(); }
   void SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
   void CountJob(const JobTransition& t, const std::string& ns);
-  // ringmaster_job_workers_active / _wanted{namespace,job_name}: the jobs
-  // there are now; the series of jobs no longer listed are removed.
-  void SetJobWorkers(const std::vector<JobWorkers>& jobs);
+  // ringmaster_job_workers_active / _wanted{namespace,job_name,kind}: the
+  // jobs of `kind` there are now; the series of its jobs no longer listed
+  // are removed. Each kind's series are its own (one controller each: a
+  // TFJob and a DistributedJob may share a name).
+  void SetJobWorkers(const std::vector<JobWorkers>& jobs, const std::string& kind = "DistributedJob");
   // One API request: rest_client_requests_total{code,host,method} and
   // rest_client_request_duration_seconds{host,verb}. code 0: no answer
   // (client-go's "<error>").
@@ -105,9 +111,10 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Counter>&jobs_created_, &jobs_succeeded_, &jobs_failed_, &jobs_restarted_;
   prometheus::Family<prometheus::Counter>& recoveries_;
   prometheus::Family<prometheus::Gauge>&workers_active_, &workers_wanted_;
-  // The per-job series set last time, by (namespace, name).
-  std::map<std::pair<std::string, std::string>, std::pair<prometheus::Gauge*, prometheus::Gauge*>>
-      job_workers_;
+  // The per-job series set last time, by kind, then (namespace, name).
+  std::map<std::string,
+           std::map<std::pair<std::string, std::string>, std::pair<prometheus::Gauge*, prometheus::Gauge*>>>
+      job_workers_;  // under jobs_mu_
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& request_seconds_;
   std::string host_;

@@ -72,7 +72,7 @@ JobKind TfJobKind() {
   k.job_label = kTfJobNameLabel;
   k.plan = PlanTfJob;
   k.metrics_status = TfJobMetricsStatus;
-  k.worker_gauges = false;
+  k.workers_of = TfJobWorkersOf;
   return k;
 }
 
@@ -194,7 +194,7 @@ void Controller::UpdateJobGauge() {
   std::vector<JobWorkers> workers;
   for (auto& inf : job_informers_) {
     inf->ForEach([&](const json& job) {
-      if (auto w = JobWorkersOf(job)) workers.push_back(std::move(*w));
+      if (auto w = options_.kind.workers_of(job)) workers.push_back(std::move(*w));
       const json status = MetricsStatus(job);
       std::string state;
       if (status.is_object()) state = status.value("state", "");
@@ -203,7 +203,7 @@ void Controller::UpdateJobGauge() {
     });
   }
   metrics_.SetJobsByCondition(by_state, options_.kind.kind);
-  if (options_.kind.worker_gauges) metrics_.SetJobWorkers(workers);
+  metrics_.SetJobWorkers(workers, options_.kind.kind);
 }
 
 void Controller::Worker() {

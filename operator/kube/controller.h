@@ -38,9 +38,9 @@ struct JobKind {
   // `workersActive`/`workersWanted`: a DistributedJob's status); null: the
   // status as it is.
   std::function<nlohmann::json(const nlohmann::json&)> metrics_status;
-  // Whether its jobs make the ringmaster_job_workers_* gauges (a TFJob's
-  // status has no worker counts).
-  bool worker_gauges = true;
+  // A job's worker counts for the ringmaster_job_workers_* gauges (nullopt:
+  // none yet).
+  std::function<std::optional<JobWorkers>(const nlohmann::json&)> workers_of = JobWorkersOf;
 };
 // ringmaster.io/v1alpha1 DistributedJob (PlanJob).
 JobKind DistributedJobKind();

@@ -26,7 +26,11 @@ TEST(Metrics, ConventionalNamesAndLabels) {
   m.CountJob({.failed = true, .restarted = true}, "team-b");
   m.CountJob({.recoveries = 2}, "team-b");
   m.SetJobWorkers({{"team-a", "gone", 3, 3}});
-  m.SetJobWorkers({{"team-a", "j", 2, 3}});
+  m.SetJobWorkers({{"team-a", "j", 2, 3}, {"team-a", "both", 1, 1}});
+  // The TFJob controller's list leaves the DistributedJobs' series alone,
+  // and a TFJob may share a DistributedJob's name.
+  m.SetJobWorkers({{"team-a", "gone-tf", 1, 1}}, "TFJob");
+  m.SetJobWorkers({{"team-a", "both", 4, 5}}, "TFJob");
   m.Request("GET", 200, 0.01);
   m.Request("PUT", 0, 2);
   m.queue().Added();
@@ -47,8 +51,11 @@ TEST(Metrics, ConventionalNamesAndLabels) {
            "ringmaster_jobs_failed_total{namespace=\"team-b\"} 1",
            "ringmaster_jobs_restarted_total{namespace=\"team-b\"} 1",
            "ringmaster_recoveries_total{namespace=\"team-b\"} 2",
-           "ringmaster_job_workers_active{job_name=\"j\",namespace=\"team-a\"} 2",
-           "ringmaster_job_workers_wanted{job_name=\"j\",namespace=\"team-a\"} 3",
+           "ringmaster_job_workers_active{job_name=\"j\",kind=\"DistributedJob\",namespace=\"team-a\"} 2",
+           "ringmaster_job_workers_wanted{job_name=\"j\",kind=\"DistributedJob\",namespace=\"team-a\"} 3",
+           "ringmaster_job_workers_active{job_name=\"both\",kind=\"DistributedJob\",namespace=\"team-a\"} 1",
+           "ringmaster_job_workers_active{job_name=\"both\",kind=\"TFJob\",namespace=\"team-a\"} 4",
+           "ringmaster_job_workers_wanted{job_name=\"both\",kind=\"TFJob\",namespace=\"team-a\"} 5",
            "rest_client_requests_total{code=\"200\",host=\"10.0.0.1:6443\",method=\"GET\"} 1",
            "rest_client_requests_total{code=\"<error>\",host=\"10.0.0.1:6443\",method=\"PUT\"} 1",
            "rest_client_request_duration_seconds_count{host=\"10.0.0.1:6443\",verb=\"GET\"} 1",
@@ -59,6 +66,8 @@ TEST(Metrics, ConventionalNamesAndLabels) {
   }
   EXPECT_NE(text.find("# TYPE ringmaster_jobs_created_total counter"), std::string::npos);
   EXPECT_EQ(text.find("job_name=\"gone\""), std::string::npos) << "a job no longer there keeps its series";
+  EXPECT_EQ(text.find("job_name=\"gone-tf\""), std::string::npos)
+      << "a TFJob no longer there keeps its series";
   EXPECT_NE(text.find("# TYPE workqueue_queue_duration_seconds histogram"), std::string::npos);
 }
 
@@ -108,6 +117,27 @@ TEST(JobWorkers, ReadFromTheStatus) {
   EXPECT_EQ(w->active, 2);
   EXPECT_EQ(w->wanted, 3);
   EXPECT_FALSE(JobWorkersOf({{"metadata", {{"name", "j"}}}}).has_value());  // no status written yet
+}
+
+TEST(JobWorkers, ReadFromATfJob) {
+  using nlohmann::json;
+  json tfjob = {{"metadata", {{"namespace", "ns"}, {"name", "t"}}},
+                {"spec", {{"tfReplicaSpecs", {{"Chief", {{"replicas", 1}}}, {"Worker", {{"replicas", 4}}}}}}},
+                {"status", {{"replicaStatuses", {{"Chief", {{"active", 1}}}, {"Worker", {{"active", 3}}}}}}}};
+  auto w = TfJobWorkersOf(tfjob);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->ns, "ns");
+  EXPECT_EQ(w->name, "t");
+  EXPECT_EQ(w->active, 3);
+  EXPECT_EQ(w->wanted, 4);
+  tfjob.erase("status");                                        // training-operator's status not written yet
+  tfjob["spec"]["tfReplicaSpecs"]["Worker"].erase("replicas");  // kubeflow's default: 1
+  w = TfJobWorkersOf(tfjob);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->active, 0);
+  EXPECT_EQ(w->wanted, 1);
+  tfjob["spec"]["tfReplicaSpecs"].erase("Worker");  // a chief alone: no worker gauges
+  EXPECT_FALSE(TfJobWorkersOf(tfjob).has_value());
 }
 
 TEST(ProcessMetrics, ParsesProcSelfStatWithAnAwkwardName) {
