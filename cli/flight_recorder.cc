@@ -81,6 +81,7 @@ FlightEntry ReadEntry(Reader& r, const json& e, const std::string& path) {
       out.heard_from.push_back(h.get<int>());
     }
   }
+  if (e.contains("heard_from_more")) out.heard_from_more = r.Int(e, "heard_from_more", path);
   out.start_unix_us = r.Int(e, "start_unix_us", path);
   if (const json* end = r.Field(e, "end_unix_us", path)) {
     if (end->is_number_integer()) {
@@ -281,6 +282,22 @@ StatusOr<std::string> RenderFlightDumps(std::vector<FlightDump> dumps, size_t la
     for (size_t i = 0; i < absent.size(); ++i) line += (i ? ", " : " ") + std::to_string(absent[i]);
   }
   out += line + "\n";
+
+  // Whom each member still in it had heard from there: a member waiting
+  // on a peer it never heard from points at that peer.
+  std::string heard;
+  for (size_t m = 0; m < dumps.size(); ++m) {
+    auto it = by_seq[m].find(top);
+    if (it == by_seq[m].end() || it->second->end_unix_us) continue;
+    const FlightEntry& e = *it->second;
+    std::string from;
+    for (size_t i = 0; i < e.heard_from.size(); ++i)
+      from += (i ? ", " : "") + std::to_string(e.heard_from[i]);
+    if (e.heard_from_more > 0) from += " and " + std::to_string(e.heard_from_more) + " more";
+    heard += std::string(heard.empty() ? "" : "; ") + "rank " + std::to_string(dumps[m].rank) + " " +
+             e.outcome + ", " + (from.empty() ? "heard from no one" : "heard from " + from);
+  }
+  if (!heard.empty()) out += "#" + std::to_string(top) + " in progress: " + heard + "\n";
   return out;
 }
 

@@ -22,8 +22,9 @@ struct FlightEntry {
   int pack = 0, packs = 1;
   std::string dtype;
   int64_t bytes = 0;
-  std::string algorithm;  // "" for all but all-reduce
-  std::vector<int> heard_from;
+  std::string algorithm;        // "" for all but all-reduce
+  std::vector<int> heard_from;  // the lowest ranks it heard from in it
+  int64_t heard_from_more = 0;  // how many more (an all-to-all at large N)
   int64_t start_unix_us = 0;
   std::optional<int64_t> end_unix_us;
   std::string outcome;  // ok, running, queued, or a status code name
@@ -47,8 +48,9 @@ StatusOr<FlightDump> ParseFlightDump(std::string_view text, const std::string& s
 // The members side by side, ordered by rank: a header line per member
 // (rank, task, pid, cause), a table of the last `last` sequence numbers any
 // member recorded (one column per member: its outcome, "-" when it never
-// entered that collective, "?" when its recorder no longer holds it), and a
-// final line naming the members that never entered the highest one.
+// entered that collective, "?" when its recorder no longer holds it), a
+// line naming the members that never entered the highest one, and, for the
+// members still in it, whom each had heard from there.
 // InvalidArgument when two dumps claim one rank or disagree on the size.
 StatusOr<std::string> RenderFlightDumps(std::vector<FlightDump> dumps, size_t last);
 

@@ -583,7 +583,8 @@ TEST(Cli, FlightRecorderShowsTheMembersSideBySide) {
       std::regex_search(r.output, std::regex(R"( #2  all-reduce[^\n]*  DeadlineExceeded  running  -\n)")))
       << r.output;
   EXPECT_TRUE(r.output.ends_with(
-      "#2 all-reduce: never entered by rank 2 /job:worker/task:1 (its last finished collective is #1)\n"))
+      "#2 all-reduce: never entered by rank 2 /job:worker/task:1 (its last finished collective is #1)\n"
+      "#2 in progress: rank 1 running, heard from no one\n"))
       << r.output;
   // --last 1 keeps the newest collective only.
   auto one = Ringmaster("flight-recorder --last 1 " + dir + "0.json " + dir + "1.json");

@@ -99,7 +99,8 @@ TEST(FlightRecorder, RendersMembersSideBySideAndNamesWhoNeverEntered) {
       " #1  all-reduce ring, 4 KiB float32  ok                ?        ok\n"
       " #2  all-reduce ring, 4 KiB float32  ok                ok       ok\n"
       " #3  all-reduce ring, 4 KiB float32  DeadlineExceeded  running  -\n"
-      "#3 all-reduce: never entered by rank 2 /job:worker/task:1 (its last finished collective is #2)\n")
+      "#3 all-reduce: never entered by rank 2 /job:worker/task:1 (its last finished collective is #2)\n"
+      "#3 in progress: rank 1 running, heard from 0, 2\n")
       << *out;
 
   // --last 1: only the newest; a missing member's dump is named.
@@ -111,6 +112,32 @@ TEST(FlightRecorder, RendersMembersSideBySideAndNamesWhoNeverEntered) {
   EXPECT_NE(out->find("#3 all-reduce: entered by every member with a dump; no dump from rank 2\n"),
             std::string::npos)
       << *out;
+}
+
+// Past the ranks a recorder keeps (an all-to-all at large N), the dump
+// says how many more it heard from; a member that heard from no one says so.
+TEST(FlightRecorder, InProgressMembersSayWhomTheyHeardFromAndHowManyMore) {
+  std::string many = Dump(0, "/job:chief/task:0", {"3:running"});
+  many.replace(many.find("\"heard_from\":[0,2]"), 18, "\"heard_from\":[1,2],\"heard_from_more\":4093");
+  std::string none = Dump(1, "/job:worker/task:0", {"3:queued"});
+  none.replace(none.find("\"heard_from\":[0,2]"), 18, "\"heard_from\":[]");
+  FlightDump d = Parse(many);
+  ASSERT_EQ(d.entries.size(), 1u);
+  EXPECT_EQ(d.entries[0].heard_from_more, 4093);
+  auto out = RenderFlightDumps({d, Parse(none)}, 5);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_NE(
+      out->find("#3 in progress: rank 0 running, heard from 1, 2 and 4093 more; rank 1 queued, heard from "
+                "no one\n"),
+      std::string::npos)
+      << *out;
+  std::string bad = many;
+  bad.replace(bad.find("4093"), 4, "\"x\"");
+  auto refused = ParseFlightDump(bad, "bad.json");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().rfind("bad.json: entries[0].heard_from_more: must be an integer", 0),
+            0u)
+      << refused.status().message();
 }
 
 TEST(FlightRecorder, RefusesDumpsOfDifferentGroups) {
