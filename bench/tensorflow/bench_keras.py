@@ -781,7 +781,21 @@ class Groups:
     def start(self, group, first_round=0):
         """Starts the group's ranks (their first round: first_round) and waits
         until each says it is ready (formed); False, with the reason in
-        self.failed, if not."""
+        self.failed, if not. A port picked as free can be taken by another
+        process before a rank binds it: then the group starts once more, on
+        other ports."""
+        if self.start_once(group, first_round) or group == HOROVOD_GROUP or not self.port_taken(group):
+            return group not in self.failed
+        print(f"bench_keras: group {group}: a port it picked was taken meanwhile; starting it again on others",
+              file=self.log, flush=True)
+        del self.failed[group]
+        return self.start_once(group, first_round)
+
+    def port_taken(self, group):
+        logs = [self.out / f"log-{group}-{i}.txt" for i in range(self.ranks(group))]
+        return any("address already in use" in f.read_text(errors="replace").lower() for f in logs if f.exists())
+
+    def start_once(self, group, first_round):
         ranks, extra_env, _ = GROUPS[group]
         for f in [self.out / f"stop-{group}", *self.out.glob(f"ready-{group}-*")]:
             f.unlink(missing_ok=True)
