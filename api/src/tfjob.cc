@@ -5,7 +5,6 @@
 // renamed back to the TFJob field (or annotation) they came from.
 #include "ringmaster/tfjob.h"
 
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -199,7 +198,9 @@ class TfJobDecoder {
       return;
     }
     for (auto a = it->begin(); a != it->end();) {
-      if (a.key().rfind(kTfJobAnnotationPrefix, 0) != 0) {
+      // How the pods get TF_CONFIG: a DistributedJob's annotation too, kept
+      // as it is (DecodeJob checks its value).
+      if (a.key().rfind(kTfJobAnnotationPrefix, 0) != 0 || a.key() == kTfConfigAnnotation) {
         if (!a->is_string())
           Error(Annotation(a.key()), "an annotation must be a string, got " + Describe(*a));
         ++a;
@@ -210,6 +211,7 @@ class TfJobDecoder {
       if (!known) {
         std::string names;
         for (const auto& f : kAnnotationFields) names += (names.empty() ? "" : ", ") + std::string(f.name);
+        names += std::string(", ") + kTfConfigAnnotation;
         KeyError(Annotation(a.key()), "unknown Ringmaster annotation, expected one of: " + names);
       } else if (!a->is_string()) {
         Error(Annotation(a.key()), "an annotation must be a string (quote it), got " + Describe(*a));

@@ -185,12 +185,27 @@ StatusOr<std::string> TfClusterJson(const DistributedJob& job, const BuildOption
     tf.cluster_domain = opts.cluster_domain;
     auto tf_config = GenerateTfConfig(job, type, 0, tf);
     if (!tf_config.ok()) return tf_config.status();
-    const size_t end = tf_config->rfind(kTfConfigTaskField);
-    if (tf_config->rfind(kTfConfigClusterPrefix, 0) != 0 || end == std::string::npos)
-      return InternalError("TF_CONFIG of job " + job.name + " has no cluster: " + *tf_config);
-    return tf_config->substr(kTfConfigClusterPrefix.size(), end - kTfConfigClusterPrefix.size());
+    return ClusterOfTfConfig(*tf_config, job.name);
   }
   return InvalidArgumentError("job " + job.name + " has no replicas");
+}
+
+StatusOr<std::string> ClusterOfTfConfig(std::string_view tf_config, const std::string& job) {
+  const size_t end = tf_config.rfind(kTfConfigTaskField);
+  if (tf_config.substr(0, kTfConfigClusterPrefix.size()) != kTfConfigClusterPrefix ||
+      end == std::string::npos || end < kTfConfigClusterPrefix.size())
+    return InternalError("TF_CONFIG of job " + job + " has no cluster: " + std::string(tf_config));
+  return std::string(tf_config.substr(kTfConfigClusterPrefix.size(), end - kTfConfigClusterPrefix.size()));
+}
+
+bool AppendTfConfigNamingCluster(json& env, std::string_view tf_config, std::string_view cluster,
+                                 const std::string& cluster_map) {
+  auto named = TfConfigNamingCluster(tf_config, cluster);
+  if (!named) return false;
+  env.push_back({{"name", kEnvTfCluster},
+                 {"valueFrom", {{"configMapKeyRef", {{"name", cluster_map}, {"key", kTfClusterKey}}}}}});
+  env.push_back({{"name", kEnvTfConfig}, {"value", std::move(*named)}});
+  return true;
 }
 
 std::string TfClusterConfigMapName(const std::string& job, std::string_view cluster) {
@@ -308,16 +323,9 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
     for (const auto& [name, value] : *replica_env) {
       if (!HasEnv(env, name)) {
         if (name == kEnvTfConfig && !cluster_map.empty() && !HasEnv(env, kEnvTfCluster)) {
-          // The kubelet expands $(RINGMASTER_TF_CLUSTER) only from a variable
-          // defined before it, and reads a valueFrom when the container
-          // starts: the pod object holds the ConfigMap's name, not the cluster.
-          if (auto named = TfConfigNamingCluster(value, cluster)) {
-            env.push_back(
-                {{"name", kEnvTfCluster},
-                 {"valueFrom", {{"configMapKeyRef", {{"name", cluster_map}, {"key", kTfClusterKey}}}}}});
-            env.push_back({{"name", name}, {"value", std::move(*named)}});
-            continue;
-          }
+          // The kubelet reads a valueFrom when the container starts: the
+          // pod object holds the ConfigMap's name, not the cluster.
+          if (AppendTfConfigNamingCluster(env, value, cluster, cluster_map)) continue;
         }
         env.push_back({{"name", name}, {"value", value}});
       } else if (name == kEnvTfConfig) {

@@ -49,6 +49,9 @@ StatusOr<TfConfigSource> JobTfConfigSource(const DistributedJob& job);
 // The cluster of the job's TF_CONFIG, as every replica's TF_CONFIG spells it
 // ({"chief":[...],"worker":[...]}): the same for every replica.
 StatusOr<std::string> TfClusterJson(const DistributedJob& job, const BuildOptions& opts);
+// The cluster a generated TF_CONFIG of `job` holds (what follows {"cluster":
+// up to its task); Internal when it holds none there.
+StatusOr<std::string> ClusterOfTfConfig(std::string_view tf_config, const std::string& job);
 
 // "<job>-tf-cluster-<hash of cluster>": a new cluster (the job scaled) gets a
 // new ConfigMap, so each one can be immutable and a pod created after the
@@ -68,6 +71,14 @@ StatusOr<std::optional<nlohmann::json>> BuildTfClusterConfigMap(const Distribute
 // `tf_config` byte for byte. nullopt when `tf_config` does not hold `cluster`
 // there (the pod then gets the whole value).
 std::optional<std::string> TfConfigNamingCluster(std::string_view tf_config, std::string_view cluster);
+
+// Appends to a container's `env` RINGMASTER_TF_CLUSTER, read from ConfigMap
+// `cluster_map` when the container starts, then TF_CONFIG naming it
+// (TfConfigNamingCluster: the kubelet expands a variable only from one
+// defined before it). False, and `env` untouched, when `tf_config` does not
+// hold `cluster` where it names it.
+bool AppendTfConfigNamingCluster(nlohmann::json& env, std::string_view tf_config, std::string_view cluster,
+                                 const std::string& cluster_map);
 
 // The pod of replica `key`, from the replica's template: name, labels,
 // controller ownerReference, hostname/subdomain, TF_CONFIG and RINGMASTER_*

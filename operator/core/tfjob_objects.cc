@@ -48,6 +48,15 @@ json BaseLabels(const TfJob& tfjob) {
   return {{kTfJobNameLabel, tfjob.job.name}, {kTfJobOperatorNameLabel, kTfJobOperatorName}};
 }
 
+// The TF_CONFIG training-operator gives replica (type, index).
+StatusOr<std::string> TfJobTfConfig(const TfJob& tfjob, ReplicaType type, int index,
+                                    const BuildOptions& opts) {
+  TfConfigOptions tf_opts;
+  tf_opts.namespace_ = JobNamespace(tfjob.job);
+  tf_opts.cluster_domain = opts.cluster_domain;
+  return GenerateTfJobTfConfig(tfjob, type, index, tf_opts);
+}
+
 }  // namespace
 
 json TfJobOwnerReference(const TfJob& tfjob) {
@@ -155,10 +164,9 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
     env.push_back({{"name", var}, {"value", value}});
   }
   if (TfJobSetsTfConfig(tfjob)) {
-    TfConfigOptions tf_opts;
-    tf_opts.namespace_ = ns;
-    tf_opts.cluster_domain = opts.cluster_domain;
-    auto tf_config = GenerateTfJobTfConfig(tfjob, key.type, key.index, tf_opts);
+    auto cluster_map = BuildTfJobClusterConfigMap(tfjob, opts);
+    if (!cluster_map.ok()) return cluster_map.status();
+    auto tf_config = TfJobTfConfig(tfjob, key.type, key.index, opts);
     if (!tf_config.ok()) return tf_config.status();
     if (HasEnv(env, kEnvTfConfig)) {
       out.events.push_back({true, "TfConfigReplaced",
@@ -166,7 +174,22 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
                                 " sets its own TF_CONFIG; it is replaced by the generated one, as "
                                 "training-operator's overrides it"});
     }
-    SetEnv(env, kEnvTfConfig, *tf_config);
+    bool named = false;
+    if (*cluster_map) {
+      // The pod names the TFJob's ConfigMap instead of holding the cluster.
+      const json& map = **cluster_map;
+      const std::string cluster = map["data"][kTfClusterKey];
+      json rest = json::array();
+      for (const auto& e : env) {
+        const std::string var = e.is_object() ? e.value("name", std::string()) : std::string();
+        if (var != kEnvTfConfig && var != kEnvTfCluster) rest.push_back(e);
+      }
+      if (AppendTfConfigNamingCluster(rest, *tf_config, cluster, map["metadata"]["name"])) {
+        env = std::move(rest);
+        named = true;
+      }
+    }
+    if (!named) SetEnv(env, kEnvTfConfig, *tf_config);
   }
   AddJobKeyVolume(job, podspec);
 
@@ -205,6 +228,31 @@ json BuildTfJobService(const TfJob& tfjob, const ReplicaKey& key) {
             {"labels", labels},
             {"ownerReferences", json::array({TfJobOwnerReference(tfjob)})}}},
           {"spec", {{"clusterIP", "None"}, {"selector", labels}, {"ports", std::move(ports)}}}};
+}
+
+StatusOr<std::optional<json>> BuildTfJobClusterConfigMap(const TfJob& tfjob, const BuildOptions& opts) {
+  auto source = JobTfConfigSource(tfjob.job);
+  if (!source.ok()) return source.status();
+  if (*source != TfConfigSource::kConfigMap || !TfJobSetsTfConfig(tfjob) || tfjob.enable_dynamic_worker)
+    return std::optional<json>();
+  // Any replica's TF_CONFIG holds the cluster; the first one's is taken.
+  for (const auto& [type, spec] : tfjob.job.replica_specs) {
+    if (spec.replicas <= 0) continue;
+    auto tf_config = TfJobTfConfig(tfjob, type, 0, opts);
+    if (!tf_config.ok()) return tf_config.status();
+    auto cluster = ClusterOfTfConfig(*tf_config, tfjob.job.name);
+    if (!cluster.ok()) return cluster.status();
+    return std::optional<json>(json{{"apiVersion", "v1"},
+                                    {"kind", "ConfigMap"},
+                                    {"metadata",
+                                     {{"name", TfClusterConfigMapName(tfjob.job.name, *cluster)},
+                                      {"namespace", JobNamespace(tfjob.job)},
+                                      {"labels", BaseLabels(tfjob)},
+                                      {"ownerReferences", json::array({TfJobOwnerReference(tfjob)})}}},
+                                    {"immutable", true},
+                                    {"data", {{kTfClusterKey, *cluster}}}});
+  }
+  return std::optional<json>();
 }
 
 std::optional<json> BuildTfJobKeySecret(const TfJob& tfjob) {

@@ -56,6 +56,16 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
 // tensorflow container's ports (by name, sorted).
 nlohmann::json BuildTfJobService(const TfJob& tfjob, const ReplicaKey& key);
 
+// With the annotation ringmaster.io/tf-config: ConfigMap, the TFJob's
+// ConfigMap holding its TF_CONFIG cluster, as a DistributedJob's
+// (BuildTfClusterConfigMap) but labelled with the TFJob and controlled by
+// it; each pod's TF_CONFIG then names it (BuildTfJobPod). nullopt without
+// the annotation, for a TFJob whose pods get no TF_CONFIG (one replica),
+// and with enableDynamicWorker (each pod's TF_CONFIG is then already the
+// sparse one: its own task and the PS tasks).
+StatusOr<std::optional<nlohmann::json>> BuildTfJobClusterConfigMap(const TfJob& tfjob,
+                                                                   const BuildOptions& opts);
+
 // The generated job-key Secret (nullopt when the key-secret-name annotation
 // names the user's), labelled with the job and controlled by the TFJob.
 std::optional<nlohmann::json> BuildTfJobKeySecret(const TfJob& tfjob);

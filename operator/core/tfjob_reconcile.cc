@@ -217,6 +217,14 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
       prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
                                BuildTfJobNetworkPolicy(tfjob), "SuccessfulCreateNetworkPolicy"});
     }
+    // The cluster their TF_CONFIG names (ringmaster.io/tf-config:
+    // ConfigMap; the kubelet holds back a container whose variable names a
+    // ConfigMap that does not exist). Built only here: it is O(N).
+    if (auto map = BuildTfJobClusterConfigMap(tfjob, opts); map.ok() && *map) {
+      std::string name = (**map)["metadata"]["name"];
+      prerequisites.push_back(
+          {ApiActionKind::kCreateConfigMap, std::move(name), std::move(**map), "SuccessfulCreateConfigMap"});
+    }
     // The gang the pods point at (the scheduler holds them until it exists).
     for (json& object : BuildTfJobGangObjects(tfjob, opts.gang_api)) {
       const std::string reason = "SuccessfulCreate" + object.value("kind", std::string());

@@ -502,12 +502,28 @@ TEST(TfJob, RefusesBadMetadataAndAnnotations) {
       {"apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: e\n  annotations:\n    "
        "ringmaster.io/key-secret-name: Not_A_Name\n",
        "metadata.annotations.ringmaster.io/key-secret-name", "must be a Secret name"},
+      {"apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: e\n  annotations:\n    "
+       "ringmaster.io/tf-config: configmap\n",
+       "tfjob.yaml:6:30: metadata.annotations.ringmaster.io/tf-config",
+       "must be Inline or ConfigMap, got \"configmap\""},
   };
   for (const auto& c : cases) {
     const std::string yaml = c.head + spec;
     const std::string errors = Errors(yaml);
     EXPECT_TRUE(SaysAt(errors, c.where, c.what)) << "for:\n" << yaml;
   }
+}
+
+// ringmaster.io/tf-config is a DistributedJob's annotation too: it stays on
+// the job the TFJob becomes, where the operator reads it.
+TEST(TfJob, KeepsTheTfConfigAnnotation) {
+  const TfJob t = Load(
+      "apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata:\n  name: e\n  annotations:\n    "
+      "ringmaster.io/tf-config: ConfigMap\n    team: a\n"
+      "spec:\n  tfReplicaSpecs: {Worker: {replicas: 4, template: {spec: {containers: [{name: tensorflow, "
+      "image: i}]}}}}\n");
+  EXPECT_EQ(t.job.metadata["annotations"],
+            nlohmann::json({{"ringmaster.io/tf-config", "ConfigMap"}, {"team", "a"}}));
 }
 
 // A file of both kinds: each document by its kind, in file order.

@@ -11,6 +11,7 @@
 #include "ringmaster/replica_env.h"
 #include "ringmaster/tf_config_gen.h"
 #include "test_util.h"
+#include "tfjob_objects.h"
 
 namespace ringmaster::op {
 namespace {
@@ -486,6 +487,53 @@ std::string ExpandedTfConfig(const json& container, const json& configmap) {
                           if (it == defined.end()) return std::nullopt;
                           return it->second;
                         });
+}
+
+// A TFJob annotated ringmaster.io/tf-config: ConfigMap: every replica's
+// tensorflow container sees training-operator's TF_CONFIG byte for byte
+// once the kubelet expands it, and the pod holds none of the cluster.
+TEST(TfConfigFromConfigMap, EveryTfJobReplicaSeesTrainingOperatorsTfConfigByteForByte) {
+  const json tmpl = {{"spec", {{"containers", json::array({{{"name", "tensorflow"}, {"image", "tf:1"}}})}}}};
+  json obj = {{"apiVersion", "kubeflow.org/v1"},
+              {"kind", "TFJob"},
+              {"metadata",
+               {{"name", "t"},
+                {"namespace", "ns"},
+                {"uid", "u"},
+                {"annotations", {{"ringmaster.io/tf-config", "ConfigMap"}}}}},
+              {"spec",
+               {{"tfReplicaSpecs",
+                 {{"Chief", {{"replicas", 1}, {"template", tmpl}}},
+                  {"Worker", {{"replicas", 3}, {"template", tmpl}}},
+                  {"PS", {{"replicas", 2}, {"template", tmpl}}},
+                  {"Evaluator", {{"replicas", 1}, {"template", tmpl}}}}}}}};
+  LoadedTfJob loaded = DecodeTfJob(obj);
+  ASSERT_TRUE(loaded.tfjob.has_value()) << (loaded.errors.empty() ? "" : loaded.errors[0].message);
+  const TfJob& tfjob = *loaded.tfjob;
+  BuildOptions opts;
+  opts.cluster_domain = "cluster.local";
+  auto map = BuildTfJobClusterConfigMap(tfjob, opts);
+  ASSERT_TRUE(map.ok()) << map.status().ToString();
+  ASSERT_TRUE(map->has_value());
+  const json& cm = **map;
+  EXPECT_EQ(cm["metadata"]["ownerReferences"][0]["kind"], "TFJob");
+  int pods = 0;
+  for (const auto& [type, spec] : tfjob.job.replica_specs) {
+    for (int i = 0; i < spec.replicas; ++i, ++pods) {
+      TfConfigOptions tf;
+      tf.namespace_ = "ns";
+      tf.cluster_domain = "cluster.local";
+      auto want = GenerateTfJobTfConfig(tfjob, type, i, tf);
+      auto pod = BuildTfJobPod(tfjob, {type, i}, opts);
+      ASSERT_TRUE(want.ok() && pod.ok());
+      const json& c = pod->pod["spec"]["containers"][0];
+      EXPECT_EQ(ExpandedTfConfig(c, cm), *want) << ReplicaTypeName(type) << " " << i;
+      EXPECT_EQ(EnvValue(c, "TF_CONFIG").find("t-worker-2."), std::string::npos)
+          << "the pod holds the cluster";
+      EXPECT_EQ(EnvEntry(c, kEnvTfCluster).second, EnvEntry(c, "TF_CONFIG").second - 1);
+    }
+  }
+  EXPECT_EQ(pods, 7);
 }
 
 json BigJob(int workers) {

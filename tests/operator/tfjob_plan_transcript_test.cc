@@ -201,11 +201,13 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       }
       return "the last plan creates no " + kind;
     }
-    if (c.command == "pod" || c.command == "svc" || c.command == "netpol" || c.command == "env") {
+    if (c.command == "pod" || c.command == "svc" || c.command == "netpol" || c.command == "configmap" ||
+        c.command == "env") {
       const std::string name = c.args.empty() ? "" : c.args[0].first;
-      const auto kind = c.command == "svc"      ? ApiActionKind::kCreateService
-                        : c.command == "netpol" ? ApiActionKind::kCreateNetworkPolicy
-                                                : ApiActionKind::kCreatePod;
+      const auto kind = c.command == "svc"         ? ApiActionKind::kCreateService
+                        : c.command == "netpol"    ? ApiActionKind::kCreateNetworkPolicy
+                        : c.command == "configmap" ? ApiActionKind::kCreateConfigMap
+                                                   : ApiActionKind::kCreatePod;
       const json* o = last ? Created(*last, kind, name) : nullptr;
       if (!o) return "the last plan creates no " + c.command + " " + name;
       if (c.command != "env") return o->dump(1);
@@ -213,7 +215,10 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       for (const auto& ct : (*o)["spec"]["containers"]) {
         if (ct.value("name", "") != kTfJobContainerName) continue;
         for (const auto& e : ct["env"]) {
-          out += (out.empty() ? "" : "\n") + e.value("name", "") + "=" + e.value("value", "");
+          // A value read when the container starts: where from.
+          const std::string value =
+              e.contains("valueFrom") ? "<- " + e["valueFrom"].dump() : e.value("value", "");
+          out += (out.empty() ? "" : "\n") + e.value("name", "") + "=" + value;
         }
       }
       return out;
