@@ -16,6 +16,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "bootstrap/agent_bootstrap.h"
@@ -25,6 +26,7 @@
 #include "bootstrap/formation_tree.h"
 #include "bootstrap/join_checks.h"
 #include "bootstrap/join_client.h"
+#include "bootstrap/join_rules.h"
 #include "free_ports.h"
 
 namespace ringmaster {
@@ -353,13 +355,23 @@ TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
-// A member that never sends the table on is named by its children: at
-// their deadline they say whose table never came (the leader's words for
-// the members it waits for stay the same). The smallest group whose table
-// travels down the tree.
-TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
+// A round of the smallest group whose table travels down the tree, formed
+// over gRPC, where rank 1 claims a control port at which nothing serves: the
+// leader can never send it the table, so its subtree (every odd place)
+// waits on it. Every member asks the leader for a table that has not come
+// after `fetch_after_s` per hop, rank 1 too unless `rank1_fetches` is false
+// (then it is as good as dead after its Join: it sends nothing on); the
+// leader answers those asks unless `leader_answers` is false.
+struct StrandedRound {
+  std::vector<StatusOr<internal::Table>> tables;
+  std::vector<double> seconds;  // from the start until each member's Exchange returned
+  std::vector<int> delivered;   // tables each member took from its parent
+  int fetched = 0;              // tables the leader gave by FetchTable
+  uint64_t refused = 0;
+};
+StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s, bool rank1_fetches,
+                                         bool leader_answers) {
   constexpr int kN = static_cast<int>(internal::kTreeFromMembers);
-  const double timeout_s = 10;
   std::vector<std::string> names = {"/job:chief/task:0"};
   for (int r = 1; r < kN; ++r) names.push_back("/job:worker/task:" + std::to_string(r - 1));
   const internal::JobKey key(kKey);
@@ -367,38 +379,245 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
   std::vector<std::unique_ptr<internal::AgentService>> services;
   std::vector<std::unique_ptr<grpc::Server>> servers;
   std::vector<int> ports = internal::FreeLocalPorts(kN);
+  StrandedRound out;
+  out.tables.assign(kN, InternalError("not run"));
+  out.seconds.assign(kN, 0);
+  out.delivered.assign(kN, 0);
   for (int r = 0; r < kN; ++r) {
     services.push_back(std::make_unique<internal::AgentService>(r, names, timeout_s, &key, &refusals));
     if (r == 1) continue;  // rank 1 claims a port where nothing serves: it is never sent the table
     auto server = internal::ServeControl(services[r].get(), ports[r], names[r], 2, &ports[r]);
-    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    EXPECT_TRUE(server.ok()) << server.status().ToString();
+    if (!server.ok()) return out;
     servers.push_back(std::move(*server));
   }
-  std::vector<StatusOr<internal::Table>> tables(kN, InternalError("not run"));
+  if (!leader_answers) services[0]->StopAnsweringFetches();
+  const auto start = std::chrono::steady_clock::now();
+  auto since = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::vector<std::thread> threads;
   for (int r = 1; r < kN; ++r) {
     threads.emplace_back([&, r] {
       internal::GrpcJoinBootstrap follower(names, "127.0.0.1", ports[0], &key, timeout_s,
-                                           internal::ResolveWithSystem, services[r].get(), ports[r]);
-      tables[r] = follower.Exchange(MemberEntry{r, names[r], "127.0.0.1", 5000 + r, 100u + r},
-                                    DeadlineAfter(timeout_s));
+                                           internal::ResolveWithSystem, services[r].get(), ports[r],
+                                           r == 1 && !rank1_fetches ? 0 : fetch_after_s);
+      out.tables[r] = follower.Exchange(MemberEntry{r, names[r], "127.0.0.1", 5000 + r, 100u + r},
+                                        DeadlineAfter(timeout_s));
+      out.seconds[r] = since();
     });
   }
   internal::LeaderBootstrap leader(services[0].get(), timeout_s);
-  tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
+  out.tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
+  out.seconds[0] = since();
   for (auto& t : threads) t.join();
-  ASSERT_TRUE(tables[0].ok()) << tables[0].status().ToString();
-  // Place 1's subtree is every odd place; the even ones get the table.
-  for (int r = 2; r < kN; r += 2) ASSERT_TRUE(tables[r].ok()) << r << ": " << tables[r].status().ToString();
-  EXPECT_EQ(tables[1].status().ToString(),
-            "DeadlineExceeded: group formation timed out: the table of this round never came from "
-            "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
-  EXPECT_EQ(tables[3].status().ToString(),
-            "DeadlineExceeded: group formation timed out: the table of this round never came from "
-            "/job:worker/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
-  for (int r = 5; r < kN; r += 2) EXPECT_FALSE(tables[r].ok()) << r;
+  for (int r = 0; r < kN; ++r) out.delivered[r] = services[r]->TablesDelivered();
+  out.fetched = services[0]->TablesFetched();
+  out.refused = refusals.count();
   for (auto& s : services) s->Shutdown();
   for (auto& s : servers) s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  return out;
+}
+
+// A member whose parent never sends the table asks the leader for it after
+// a few seconds per hop, and sends it on to its own children: rank 1, never
+// sent it (its parent is the leader), asks and serves every odd place. The
+// whole group has the table long before the formation deadline.
+TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableAsksTheLeaderForIt) {
+  const double timeout_s = 60;
+  const StrandedRound round = FormWithRankOneUnreachable(timeout_s, 0.5, true, true);
+  const int n = static_cast<int>(round.tables.size());
+  ASSERT_TRUE(round.tables[0].ok()) << round.tables[0].status().ToString();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(round.tables[r].ok()) << r << ": " << round.tables[r].status().ToString();
+    EXPECT_EQ(round.tables[r]->incarnation, round.tables[0]->incarnation) << r;
+    EXPECT_EQ(round.tables[r]->members.size(), static_cast<size_t>(n)) << r;
+    EXPECT_LT(round.seconds[r], timeout_s / 2) << r;
+  }
+  // Nothing serves at rank 1: it fetched its table, and sent it on to its
+  // children (places 3, 5, 9, 17, 33), who sent it on to theirs.
+  EXPECT_EQ(round.delivered[1], 0);
+  for (int r = 2; r < n; ++r) EXPECT_EQ(round.delivered[r], 1) << r;
+  // The leader gave far fewer tables than the subtree has members (on a
+  // slow machine a member two hops down may ask too before rank 1's comes).
+  EXPECT_GE(round.fetched, 1);
+  EXPECT_LT(round.fetched, n / 4);
+  EXPECT_EQ(round.refused, 0u);
+}
+
+// A member that dies after its Join (here: never sends anything on, nor
+// asks) strands nobody: its children ask the leader after two hops' wait
+// and serve their own subtrees. It alone fails, at the deadline, naming its
+// parent.
+TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
+  const double timeout_s = 15;
+  const StrandedRound round = FormWithRankOneUnreachable(timeout_s, 0.5, false, true);
+  const int n = static_cast<int>(round.tables.size());
+  for (int r = 0; r < n; ++r) {
+    if (r == 1) continue;
+    ASSERT_TRUE(round.tables[r].ok()) << r << ": " << round.tables[r].status().ToString();
+    EXPECT_EQ(round.tables[r]->incarnation, round.tables[0]->incarnation) << r;
+    EXPECT_LT(round.seconds[r], timeout_s / 2) << r;
+  }
+  EXPECT_EQ(round.tables[1].status().ToString(),
+            "DeadlineExceeded: group formation timed out: the table of this round never came from "
+            "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
+  // Rank 1's children (places 3, 5, 9, 17, 33) asked, and sent the table
+  // on: every other member took it from its parent.
+  const std::set<int> asked = {3, 5, 9, 17, 33};
+  for (int r = 2; r < n; ++r) EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
+  EXPECT_GE(round.fetched, 5);
+  EXPECT_LT(round.fetched, n / 4);
+  EXPECT_EQ(round.refused, 0u);
+}
+
+// When the leader cannot give the table either, a member whose parent never
+// sent it is named by its children at their deadline: whose table never
+// came, and why the leader did not give it (the leader's words for the
+// members it waits for stay the same).
+TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
+  const double timeout_s = 10;
+  const StrandedRound round = FormWithRankOneUnreachable(timeout_s, 0.5, true, false);
+  const int n = static_cast<int>(round.tables.size());
+  ASSERT_TRUE(round.tables[0].ok()) << round.tables[0].status().ToString();
+  // Place 1's subtree is every odd place; the even ones get the table.
+  for (int r = 2; r < n; r += 2)
+    ASSERT_TRUE(round.tables[r].ok()) << r << ": " << round.tables[r].status().ToString();
+  EXPECT_EQ(round.tables[1].status().ToString(),
+            "DeadlineExceeded: group formation timed out: the table of this round never came from "
+            "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0); "
+            "asked for it, the leader did not give it: the leader does not answer");
+  EXPECT_EQ(round.tables[3].status().ToString(),
+            "DeadlineExceeded: group formation timed out: the table of this round never came from "
+            "/job:worker/task:0 (its parent in the formation tree, under the leader /job:chief/task:0); "
+            "asked for it, the leader did not give it: the leader does not answer");
+  for (int r = 5; r < n; r += 2) EXPECT_FALSE(round.tables[r].ok()) << r;
+  EXPECT_EQ(round.fetched, 0);
+}
+
+// The leader gives a round's table while that round is its current one, and
+// otherwise says it was left: a member of it joined the next round, the
+// leader did, a later round formed, or the leader never knew it. Pure.
+TEST(FormationState, ATableAskedForIsGivenOnlyWhileItsRoundIsTheCurrentOne) {
+  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
+  const internal::JobKey none;
+  uint64_t next_id = 0;
+  internal::FormationState state(0, names, &none, [&] { return ++next_id; });
+  const auto now = std::chrono::steady_clock::now();
+  auto join = [&](int r, uint64_t process) {
+    internal::JoinClaim c;
+    c.rank = r;
+    c.group_size = 3;
+    c.task_name = names[r];
+    c.data_port = 4000 + r;
+    c.process_id = process;
+    c.control_port = 5000 + r;
+    return state.Join(c, "h", now);
+  };
+  auto ask = [&](uint64_t incarnation, int r = 1) {
+    return state.FetchTable(internal::TableAsk{incarnation, r, names[r]}, now);
+  };
+  using R = internal::FetchedRound;
+  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
+  join(1, 11);
+  EXPECT_EQ(ask(1).round, R::kSuperseded);  // not formed: nobody holds incarnation 1 yet
+  ASSERT_TRUE(join(2, 12).completed);
+  auto f = ask(1);
+  ASSERT_TRUE(f.refused.ok()) << f.refused.ToString();
+  EXPECT_EQ(f.round, R::kFormed);
+  EXPECT_EQ(f.table.incarnation, 1u);
+  EXPECT_EQ(f.table.members.size(), 3u);
+  EXPECT_EQ(f.table.members[2].control_port, 5002);
+  // A claim that is not the asker's is refused, not answered.
+  f = state.FetchTable(internal::TableAsk{1, 2, names[1]}, now);
+  EXPECT_EQ(f.refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(f.stranger);
+  // Rank 2 restarted and joins the next round: round 1's mesh cannot form.
+  join(2, 13);
+  f = ask(1);
+  EXPECT_EQ(f.round, R::kSuperseded);
+  EXPECT_EQ(f.why, "a member of it joined the next round");
+  EXPECT_TRUE(f.table.members.empty());
+  EXPECT_EQ(ask(99).why, "the leader does not know it (it restarted, or formed several rounds since)");
+  // The next round forms: round 1 is behind it, round 2 is given ...
+  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
+  ASSERT_TRUE(join(1, 11).completed);
+  EXPECT_EQ(ask(1).why, "the leader formed a later round");
+  EXPECT_EQ(ask(2).round, R::kFormed);
+  // ... until the leader itself takes the next one.
+  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
+  f = ask(2);
+  EXPECT_EQ(f.round, R::kSuperseded);
+  EXPECT_EQ(f.why, "the leader left it for the next round");
+  // Only the leader answers.
+  internal::FormationState follower(1, names, &none, [] { return uint64_t{7}; });
+  EXPECT_EQ(follower.FetchTable(internal::TableAsk{1, 1, names[1]}, now).refused.code(),
+            StatusCode::kFailedPrecondition);
+}
+
+// FetchTable over gRPC: a stranger (no key, another key) is refused
+// UNAUTHENTICATED and logged, like a Join's or a Deliver's; a member that
+// proves the key is answered at once, with the leader's proof over its
+// nonces, and told a round the leader does not know was left (its Exchange
+// then takes the next round: Aborted).
+TEST(GrpcJoin, AFetchedTableIsGivenOnlyToTheJobKeysHolders) {
+  const internal::JobKey key(kKey), other("fedcba9876543210fedcba9876543210");
+  internal::RefusalLog refusals("test");
+  internal::AgentService service(0, kNames, 10, &key, &refusals);
+  int port = 0;
+  auto server = internal::ServeControl(&service, 0, kNames[0], internal::kControlThreads, &port);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  auto stub = agent::v1::Agent::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto fetch = [&](const internal::JobKey* k, internal::TableAsk* ask, agent::v1::TableAnswer* answer) {
+    agent::v1::ChallengeResponse challenge;
+    {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      EXPECT_TRUE(stub->Challenge(&ctx, agent::v1::ChallengeRequest(), &challenge).ok());
+    }
+    *ask = internal::TableAsk{77, 1, kNames[1]};
+    if (k) {
+      internal::Nonce mine = internal::FreshNonce();
+      ask->server_nonce = challenge.server_nonce();
+      ask->client_nonce.assign(mine.data(), mine.size());
+      internal::Mac m = internal::TableAskProof(*k, *ask);
+      ask->proof.assign(m.data(), m.size());
+    }
+    agent::v1::TableRequest req;
+    internal::ToProto(*ask, &req);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return stub->FetchTable(&ctx, req, answer);
+  };
+  internal::TableAsk ask;
+  agent::v1::TableAnswer answer;
+  EXPECT_EQ(fetch(nullptr, &ask, &answer).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(fetch(&other, &ask, &answer).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(refusals.count(), 2u);
+  const grpc::Status st = fetch(&key, &ask, &answer);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(answer.round(), agent::v1::TableAnswer::SUPERSEDED);
+  const internal::JoinParties p{kNames[1], kNames[0], "leader:2222", 10};
+  const auto round = static_cast<internal::FetchedRound>(answer.round());
+  const internal::Table none = internal::TableOf(answer.table().table());
+  auto taken = internal::TakeFetchedTable(p, key, ask, round, answer.why(), none, answer.table().proof(),
+                                          answer.proof());
+  EXPECT_EQ(taken.status().ToString(),
+            "Aborted: group formation: the leader /job:chief/task:0 says this round was left (the leader "
+            "does not know it (it restarted, or formed several rounds since))");
+  // An answer that does not prove the key over our nonces is not taken.
+  internal::TableAsk replayed = ask;
+  replayed.client_nonce[0] ^= 1;
+  EXPECT_EQ(internal::TakeFetchedTable(p, key, replayed, round, answer.why(), none, answer.table().proof(),
+                                       answer.proof())
+                .status()
+                .code(),
+            StatusCode::kUnavailable);
+  EXPECT_EQ(refusals.count(), 2u);
+  EXPECT_EQ(service.TablesFetched(), 0);
+  service.Shutdown();
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
 // Below kTreeFromMembers members every Join answer carries the whole table

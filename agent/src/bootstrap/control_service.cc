@@ -41,6 +41,22 @@ void ToProto(const JoinClaim& c, pb::JoinRequest* req) {
   }
 }
 
+TableAsk AskOf(const pb::TableRequest& req) {
+  return TableAsk{req.incarnation(),  req.rank(),         req.task_name(),
+                  req.server_nonce(), req.client_nonce(), req.proof()};
+}
+
+void ToProto(const TableAsk& a, pb::TableRequest* req) {
+  req->set_incarnation(a.incarnation);
+  req->set_rank(a.rank);
+  req->set_task_name(a.task_name);
+  if (!a.proof.empty()) {
+    req->set_server_nonce(a.server_nonce);
+    req->set_client_nonce(a.client_nonce);
+    req->set_proof(a.proof);
+  }
+}
+
 Table TableOf(const pb::JoinResponse& resp) {
   Table t;
   t.incarnation = resp.incarnation();
@@ -153,6 +169,7 @@ grpc::ServerUnaryReactor* AgentService::Join(grpc::CallbackServerContext* ctx, c
     ToProto(a.table, resp);
     resp->set_forwarded(a.forwarded);
     resp->set_parent(a.parent);
+    resp->set_hops(a.hops);
     resp->set_proof(a.proof);
     reactor->Finish(grpc::Status::OK);
   };
@@ -200,6 +217,37 @@ grpc::ServerUnaryReactor* AgentService::Deliver(grpc::CallbackServerContext* ctx
     while (inbox_.size() > kDeliveriesKept) inbox_.pop_front();
   }
   inbox_cv_.notify_all();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AgentService::FetchTable(grpc::CallbackServerContext* ctx,
+                                                   const pb::TableRequest* req, pb::TableAnswer* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (fetches_stopped_) {
+    reactor->Finish(ToGrpc(UnavailableError("the leader does not answer")));
+    return reactor;
+  }
+  const TableAsk ask = AskOf(*req);
+  const auto f = hub_.FetchTable(ask);
+  if (!f.refused.ok()) {
+    reactor->Finish(f.stranger ? Refuse(ctx->peer(), f.refused) : ToGrpc(f.refused));
+    return reactor;
+  }
+  resp->set_round(static_cast<pb::TableAnswer::Round>(f.round));
+  resp->set_why(f.why);
+  if (f.round == FetchedRound::kFormed) {
+    ToProto(f.table, resp->mutable_table()->mutable_table());
+    if (!key_->empty()) {
+      Mac m = ForwardedTableProof(*key_, f.table);
+      resp->mutable_table()->set_proof(std::string(m.data(), m.size()));
+    }
+    ++fetched_;
+  }
+  if (!key_->empty()) {
+    Mac m = TableAnswerProof(*key_, ask, f.round, f.why, f.table);
+    resp->set_proof(std::string(m.data(), m.size()));
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -6,6 +6,7 @@
 // auth test and the Join fuzzer call with wire messages.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -25,6 +26,8 @@ JoinClaim ClaimOf(const ringmaster::agent::v1::JoinRequest& req);
 Table TableOf(const ringmaster::agent::v1::JoinResponse& resp);
 void ToProto(const Table& table, ringmaster::agent::v1::JoinResponse* resp);
 void ToProto(const JoinClaim& claim, ringmaster::agent::v1::JoinRequest* req);
+TableAsk AskOf(const ringmaster::agent::v1::TableRequest& req);
+void ToProto(const TableAsk& ask, ringmaster::agent::v1::TableRequest* req);
 
 // CheckClaim and TableProof (join_checks.h) over the wire's messages.
 Status CheckJoin(const ringmaster::agent::v1::JoinRequest& req, const std::vector<std::string>& names,
@@ -40,7 +43,10 @@ Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
 //
 // Deliver takes a round's table sent down the formation tree
 // (formation_tree.h) when it proves the job key, for the member's own Join
-// waiting in AwaitTable (TableInbox).
+// waiting in AwaitTable (TableInbox). FetchTable, at the leader, answers at
+// once with the table of a member's round while it is the current one, or
+// that the round was left (FormationState::FetchTable): for a member whose
+// parent never sent it.
 class AgentService final : public ringmaster::agent::v1::Agent::CallbackService, public TableInbox {
  public:
   AgentService(int rank, std::vector<std::string> names, double formation_timeout_s, const JobKey* key,
@@ -58,6 +64,9 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   grpc::ServerUnaryReactor* Deliver(grpc::CallbackServerContext* ctx,
                                     const ringmaster::agent::v1::TableDelivery* req,
                                     ringmaster::agent::v1::Delivered* resp) override;
+  grpc::ServerUnaryReactor* FetchTable(grpc::CallbackServerContext* ctx,
+                                       const ringmaster::agent::v1::TableRequest* req,
+                                       ringmaster::agent::v1::TableAnswer* resp) override;
   StatusOr<Delivery> AwaitTable(uint64_t incarnation, Deadline deadline) override;
 
   // The leader's own side of a round: blocks until every member joined (or
@@ -72,6 +81,11 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
     std::lock_guard<std::mutex> lock(inbox_mu_);
     return delivered_;
   }
+  // Tables given by FetchTable so far (the leader's).
+  int TablesFetched() { return fetched_.load(); }
+  // Tests: FetchTable answers Unavailable from now on, as a leader that
+  // cannot be reached would.
+  void StopAnsweringFetches() { fetches_stopped_ = true; }
   // Joins held by the hub, not answered yet (FormationHub::Waiting).
   int WaitingJoins() { return hub_.Waiting(); }
   // What GetStatus reports of this member.
@@ -93,6 +107,8 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   std::deque<Delivery> inbox_;  // the latest tables delivered, oldest first
   bool inbox_closed_ = false;
   int delivered_ = 0;
+  std::atomic<int> fetched_{0};
+  std::atomic<bool> fetches_stopped_{false};
   std::mutex mu_;  // guards what GetStatus reports
   uint64_t incarnation_ = 0;
   Status health_;

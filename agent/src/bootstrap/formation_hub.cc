@@ -162,6 +162,11 @@ int FormationHub::Joiners() {
   return state_.Joiners();
 }
 
+FormationState::TableFetch FormationHub::FetchTable(const TableAsk& ask) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_.FetchTable(ask, Clock::now());
+}
+
 bool FormationHub::Superseded(const Table& table) {
   std::lock_guard<std::mutex> lock(mu_);
   return state_.Superseded(table);

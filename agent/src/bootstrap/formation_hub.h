@@ -56,6 +56,8 @@ class FormationHub {
   // with an elastic size, enough of them when the rejoin bound passes: it
   // ticks the state then).
   StatusOr<Table> LeaderJoin(const MemberEntry& self, Deadline deadline, double timeout_s);
+  // FormationState::FetchTable, answered at once.
+  FormationState::TableFetch FetchTable(const TableAsk& ask);
   int Joiners();                        // FormationState::Joiners
   bool Superseded(const Table& table);  // FormationState::Superseded
   Status CheckStatusCaller(std::string_view server_nonce, std::string_view client_nonce,

@@ -98,6 +98,37 @@ bool FormationState::Superseded(const Table& table) const {
   return false;
 }
 
+FormationState::TableFetch FormationState::FetchTable(const TableAsk& ask, Clock::time_point now) {
+  TableFetch f;
+  if (rank_ != 0) {
+    f.refused = FailedPreconditionError(names_[rank_] + " is not the leader (rank 0)");
+    return f;
+  }
+  if (Status st = CheckTableAsk(ask, names_, *key_, nonces_, now); !st.ok()) {
+    f.stranger = st.code() == StatusCode::kUnauthenticated;
+    f.refused = st;
+    return f;
+  }
+  f.round = FetchedRound::kSuperseded;
+  const Table* latest = round_ > 0 ? Result(round_ - 1) : nullptr;
+  if (latest && latest->incarnation == ask.incarnation) {
+    if (pending_.count(0)) {
+      f.why = "the leader left it for the next round";
+    } else if (Superseded(*latest)) {
+      f.why = "a member of it joined the next round";
+    } else {
+      f.round = FetchedRound::kFormed;
+      f.table = *latest;
+    }
+    return f;
+  }
+  bool kept = false;
+  for (const auto& [r, t] : results_) kept = kept || t.incarnation == ask.incarnation;
+  f.why = kept ? "the leader formed a later round"
+               : "the leader does not know it (it restarted, or formed several rounds since)";
+  return f;
+}
+
 const Table* FormationState::Result(uint64_t round) const {
   auto it = results_.find(round);
   return it == results_.end() ? nullptr : &it->second;

@@ -89,6 +89,24 @@ class FormationState {
   // everyone rather than waiting for a dead entry until the deadline.
   bool Superseded(const Table& table) const;
 
+  // A member's request for the table of the round its Join was answered in
+  // (its parent in the formation tree never sent it), checked as a Join is
+  // (CheckTableAsk). kFormed with the table when that round is the latest
+  // completed and still forming its mesh: nobody of it has joined the next
+  // round, the leader included. Otherwise kSuperseded, with why: a later
+  // round formed or is forming, or the incarnation is not known here (the
+  // leader restarted, or formed more rounds than it keeps): every
+  // incarnation a member holds was formed before its Join was answered, so
+  // none is "not formed yet".
+  struct TableFetch {
+    Status refused;         // not OK: refused, nothing changed
+    bool stranger = false;  // the refusal is for want of the key: log the caller
+    FetchedRound round = FetchedRound::kUnknown;
+    Table table;      // kFormed
+    std::string why;  // kSuperseded
+  };
+  TableFetch FetchTable(const TableAsk& ask, Clock::time_point now);
+
   // Whether `round` completed; its table while it is kept (else null).
   bool Completed(uint64_t round) const { return round_ > round; }
   const Table* Result(uint64_t round) const;

@@ -25,6 +25,13 @@ inline int TreeParent(int place) {
   return place - high;
 }
 
+// How many hops the table takes from the leader to place p (its set bits).
+inline int TreeHops(int place) {
+  int hops = 0;
+  for (; place > 0; place &= place - 1) ++hops;
+  return hops;
+}
+
 // Place p's children in a tree of n places, nearest first.
 inline std::vector<int> TreeChildren(int place, int n) {
   std::vector<int> out;
@@ -35,12 +42,18 @@ inline std::vector<int> TreeChildren(int place, int n) {
 }
 
 // The smallest group whose table travels down the tree. A smaller one gets
-// the whole table in every Join answer: a member that dies after its Join
-// then costs nothing but the round (no subtree waits on it), and the
-// leader's N - 1 tables of N entries stay small. Above it, a member that
-// dies after its Join and before it sends the table on leaves its subtree
-// waiting until the formation deadline (docs/agent.md, "Not done yet").
+// the whole table in every Join answer: the leader's N - 1 tables of N
+// entries stay small, and no member waits on another for it.
 inline constexpr size_t kTreeFromMembers = 64;
+
+// A member whose Join was answered `forwarded` and whose table has not come
+// after this long for each hop it takes (TreeHops) asks the leader for it
+// (FetchTable), and again this long after each answer that did not give it.
+// Its parent may have died after its Join: the member then sends the table
+// on to its own children itself. Each hop of a healthy tree takes
+// milliseconds; the wait grows with the hops so that in a stranded subtree
+// its topmost member asks first and serves the rest.
+inline constexpr double kFetchTableAfterSeconds = 3;
 
 // Whether `table` travels down the tree: at least kTreeFromMembers members,
 // and every member but the leader can be sent it (a control port).
@@ -71,6 +84,7 @@ struct JoinAnswer {
   Table table;             // no members when forwarded
   bool forwarded = false;  // the table comes from `parent` (a rank)
   int parent = 0;
+  int hops = 0;  // forwarded: TreeHops of the member's place
   std::string proof;
 };
 inline JoinAnswer AnswerJoin(const JobKey& key, const JoinClaim& claim, const Table& table) {
@@ -79,6 +93,7 @@ inline JoinAnswer AnswerJoin(const JobKey& key, const JoinClaim& claim, const Ta
     a.table.incarnation = table.incarnation;
     a.forwarded = true;
     a.parent = table.members[TreeParent(place)].rank;
+    a.hops = TreeHops(place);
   } else {
     a.table = table;
   }

@@ -65,6 +65,44 @@ Mac ForwardedTableProof(const JobKey& key, const Table& table) {
   return key.Sign("table", {U64(table.incarnation), MembersText(table)});
 }
 
+Mac TableAskProof(const JobKey& key, const TableAsk& a) {
+  return key.Sign("table-ask", {a.server_nonce, a.client_nonce, U64(static_cast<uint64_t>(a.rank)),
+                                a.task_name, U64(a.incarnation)});
+}
+
+Status CheckTableAsk(const TableAsk& a, const std::vector<std::string>& names, const JobKey& key,
+                     NonceBook& nonces, Clock::time_point now) {
+  const int n = static_cast<int>(names.size());
+  if (a.rank <= 0 || a.rank >= n)
+    return InvalidArgumentError("rank " + std::to_string(a.rank) + " out of range");
+  if (a.task_name != names[a.rank]) {
+    return InvalidArgumentError("rank " + std::to_string(a.rank) + " is " + names[a.rank] + ", not '" +
+                                a.task_name.substr(0, 200) + "'");
+  }
+  if (key.empty()) return OkStatus();
+  if (a.proof.empty()) {
+    return UnauthenticatedError(a.task_name + " has no job key and the leader requires one");
+  }
+  if (!nonces.Redeem(a.server_nonce, now)) {
+    return UnauthenticatedError("an unknown or expired challenge (ask again)");
+  }
+  if (a.client_nonce.size() != kNonceBytes ||
+      !key.Verify(a.proof, "table-ask",
+                  {a.server_nonce, a.client_nonce, U64(static_cast<uint64_t>(a.rank)), a.task_name,
+                   U64(a.incarnation)})) {
+    return UnauthenticatedError("the proof of " + a.task_name.substr(0, 200) +
+                                " does not match the leader's job key (a different key)");
+  }
+  return OkStatus();
+}
+
+Mac TableAnswerProof(const JobKey& key, const TableAsk& a, FetchedRound round, std::string_view why,
+                     const Table& table) {
+  return key.Sign("table-answer",
+                  {a.server_nonce, a.client_nonce, U64(a.incarnation), U64(static_cast<uint64_t>(round)), why,
+                   U64(table.incarnation), MembersText(table)});
+}
+
 Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce) {
   return key.Sign("status", {server_nonce, client_nonce});
 }

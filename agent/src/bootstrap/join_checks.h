@@ -31,6 +31,20 @@ Mac TableProof(const JobKey& key, const JoinClaim& claim, const Table& table);
 // (formation_tree.h): the incarnation and every member, no member's nonces
 // (the member's own Join answer proves its incarnation fresh).
 Mac ForwardedTableProof(const JobKey& key, const Table& table);
+// A member's proof with its TableAsk: the key over the leader's challenge,
+// its own nonce, its rank and name and the incarnation.
+Mac TableAskProof(const JobKey& key, const TableAsk& ask);
+// The checks of a TableAsk, as CheckClaim's of a Join: its fields against
+// the group's names, then (with a key) a challenge of the leader's redeemed
+// once and the key proved over it. Unauthenticated for a failed proof.
+Status CheckTableAsk(const TableAsk& ask, const std::vector<std::string>& names, const JobKey& key,
+                     NonceBook& nonces, Clock::time_point now);
+// The leader's proof over its answer to `ask`: the request's nonces, the
+// incarnation, what it says of the round, why, and the table it gives
+// (no members: none), so a member takes the answer only from the real
+// leader, and only for this request.
+Mac TableAnswerProof(const JobKey& key, const TableAsk& ask, FetchedRound round, std::string_view why,
+                     const Table& table);
 // What GetStatus's caller must prove.
 Mac StatusProof(const JobKey& key, std::string_view server_nonce, std::string_view client_nonce);
 

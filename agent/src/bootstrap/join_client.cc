@@ -12,6 +12,7 @@
 #include "bootstrap/control_service.h"
 #include "bootstrap/follower.h"
 #include "bootstrap/formation_tree.h"
+#include "bootstrap/join_checks.h"
 #include "bootstrap/join_rules.h"
 
 namespace ringmaster::internal {
@@ -109,13 +110,28 @@ class GrpcLeaderLink final : public LeaderLink {
     *proof = resp.proof();
     forwarded_ = st.ok() && resp.forwarded();
     parent_ = resp.parent();
+    hops_ = std::max(1, resp.hops());
     answered_from_ = st.ok() ? PeerHost(ctx.peer()) : "";
     return FromGrpc(st);
   }
+  // After a Challenge: the table of `ask`'s round, asked of the leader
+  // (answered at once), bounded by kConnectWithin.
+  Status FetchTable(const TableAsk& ask, pb::TableAnswer* out) {
+    if (!stub_) RM_RETURN_IF_ERROR(Connect());
+    pb::TableRequest req;
+    ToProto(ask, &req);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::min(deadline_, std::chrono::system_clock::now() + kConnectWithin));
+    grpc::Status st = stub_->FetchTable(&ctx, req, out);
+    if (st.error_code() == grpc::StatusCode::UNAVAILABLE) Drop();
+    return FromGrpc(st);
+  }
   std::string AnsweredFrom() const override { return answered_from_; }
-  // The last answer's table comes down the formation tree, from `parent`.
+  // The last answer's table comes down the formation tree, from `parent`,
+  // in `hops` hops.
   bool forwarded() const { return forwarded_; }
   int parent() const { return parent_; }
+  int hops() const { return hops_; }
 
  private:
   Status Connect() {
@@ -143,7 +159,32 @@ class GrpcLeaderLink final : public LeaderLink {
   std::string answered_from_;
   bool forwarded_ = false;
   int parent_ = 0;
+  int hops_ = 1;
 };
+
+// The table of `incarnation` asked of the leader (FetchTable) with a fresh
+// challenge: OK with the table and the leader's forwarding proof; Aborted
+// when the round was left; any other error: ask again later.
+StatusOr<TableInbox::Delivery> FetchFromLeader(GrpcLeaderLink& link, const JoinParties& p, const JobKey& key,
+                                               int rank, uint64_t incarnation) {
+  FormationState::ChallengeAnswer challenge;
+  RM_RETURN_IF_ERROR(link.Challenge(&challenge));
+  TableAsk ask{incarnation, rank, p.me};
+  if (!key.empty()) {
+    if (!challenge.key_required) return UnavailableError("the leader at " + p.target + " has no job key");
+    Nonce mine = FreshNonce();
+    ask.server_nonce = challenge.server_nonce;
+    ask.client_nonce.assign(mine.data(), mine.size());
+    Mac m = TableAskProof(key, ask);
+    ask.proof.assign(m.data(), m.size());
+  }
+  pb::TableAnswer answer;
+  RM_RETURN_IF_ERROR(link.FetchTable(ask, &answer));
+  auto table = TakeFetchedTable(p, key, ask, static_cast<FetchedRound>(answer.round()), answer.why(),
+                                TableOf(answer.table().table()), answer.table().proof(), answer.proof());
+  if (!table.ok()) return table.status();
+  return TableInbox::Delivery{std::move(*table), answer.table().proof()};
+}
 
 // A gRPC target for a host as a table lists it: an address, or a name.
 std::string TargetOf(const std::string& host, int port) {
@@ -246,17 +287,39 @@ StatusOr<Table> GrpcJoinBootstrap::Exchange(const MemberEntry& self, Deadline de
   if (!table.ok() || !link.forwarded() || !inbox_) return table;
   // The answer proved the incarnation fresh; the table itself comes from our
   // parent in the formation tree, proved by the leader, and goes on to our
-  // children.
+  // children. Not here after fetch_after_s_ per hop (our parent may have
+  // died after its Join): asked of the leader, and again every
+  // fetch_after_s_ while it cannot give it.
   const int parent = link.parent();
-  auto got = inbox_->AwaitTable(table->incarnation, until);
+  auto secs = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  bool fetch = fetch_after_s_ > 0;
+  Deadline next_fetch = fetch ? std::min(until, Clock::now() + secs(fetch_after_s_ * link.hops())) : until;
+  Status fetch_failed;  // why the leader's last answer did not give the table
+  StatusOr<TableInbox::Delivery> got = DeadlineExceededError("no table");
+  while (true) {
+    got = inbox_->AwaitTable(table->incarnation, next_fetch);
+    if (got.ok() || got.status().code() == StatusCode::kCancelled) break;
+    if (!fetch || Clock::now() >= until) break;
+    got = FetchFromLeader(link, p, *key_, self.rank, table->incarnation);
+    if (got.ok()) break;
+    if (got.status().code() == StatusCode::kAborted) return got.status();  // the next round (mesh.cc)
+    // Kept: the leader's words, not an ask cut short by the deadline.
+    if (fetch_failed.ok() || got.status().code() != StatusCode::kDeadlineExceeded)
+      fetch_failed = got.status();
+    fetch = got.status().code() != StatusCode::kUnimplemented;  // a leader without FetchTable
+    next_fetch = fetch ? std::min(until, Clock::now() + secs(fetch_after_s_)) : until;
+  }
   if (!got.ok()) {
     if (got.status().code() == StatusCode::kCancelled) return got.status();
     const std::string from = parent >= 0 && parent < static_cast<int>(names_.size())
                                  ? names_[parent]
                                  : "rank " + std::to_string(parent);
-    return DeadlineExceededError("group formation timed out: the table of this round never came from " +
-                                 from + " (its parent in the formation tree, under the leader " + names_[0] +
-                                 ")");
+    return DeadlineExceededError(
+        "group formation timed out: the table of this round never came from " + from +
+        " (its parent in the formation tree, under the leader " + names_[0] + ")" +
+        (fetch_failed.ok() ? "" : "; asked for it, the leader did not give it: " + fetch_failed.message()));
   }
   Table full = std::move(got->table);
   if (const int place = PlaceOf(full, self.rank); place > 0) SendDownTree(full, got->proof, place, until);

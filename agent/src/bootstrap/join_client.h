@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
+#include "bootstrap/formation_tree.h"
 #include "transport/auth.h"
 
 namespace ringmaster::internal {
@@ -49,10 +50,14 @@ class GrpcJoinBootstrap final : public Bootstrap {
   // ("dns://SERVER/NAME") is given to gRPC as it is.
   // `inbox`: the member's own control service, serving on `control_port`,
   // where its parent in the formation tree sends the table (null: the
-  // leader answers its Join with the whole table).
+  // leader answers its Join with the whole table). `fetch_after_s`: how
+  // long per hop a table that has not come down the tree is waited for
+  // before it is asked of the leader (formation_tree.h
+  // kFetchTableAfterSeconds; 0: never asked, it only comes down the tree).
   GrpcJoinBootstrap(std::vector<std::string> names, std::string leader_host, int leader_port,
                     const JobKey* key, double timeout_s, HostResolver resolve = ResolveWithSystem,
-                    TableInbox* inbox = nullptr, int control_port = 0)
+                    TableInbox* inbox = nullptr, int control_port = 0,
+                    double fetch_after_s = kFetchTableAfterSeconds)
       : names_(std::move(names)),
         leader_host_(std::move(leader_host)),
         leader_port_(leader_port),
@@ -60,7 +65,8 @@ class GrpcJoinBootstrap final : public Bootstrap {
         timeout_s_(timeout_s),
         resolve_(std::move(resolve)),
         inbox_(inbox),
-        control_port_(control_port) {}
+        control_port_(control_port),
+        fetch_after_s_(fetch_after_s) {}
   // Retried while the leader is not there yet or going away, until the
   // deadline.
   StatusOr<Table> Exchange(const MemberEntry& self, Deadline deadline) override;
@@ -74,6 +80,7 @@ class GrpcJoinBootstrap final : public Bootstrap {
   HostResolver resolve_;
   TableInbox* inbox_;
   int control_port_;
+  double fetch_after_s_;
 };
 
 }  // namespace ringmaster::internal

@@ -64,6 +64,27 @@ Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& cla
   return OkStatus();
 }
 
+StatusOr<Table> TakeFetchedTable(const JoinParties& p, const JobKey& key, const TableAsk& ask,
+                                 FetchedRound round, const std::string& why, const Table& table,
+                                 std::string_view table_proof, std::string_view answer_proof) {
+  if (!key.empty() && !MacEquals(TableAnswerProof(key, ask, round, why, table), answer_proof)) {
+    return UnavailableError("the answer from " + p.target + " does not prove the job key");
+  }
+  switch (round) {
+    case FetchedRound::kFormed:
+      if (table.incarnation != ask.incarnation || table.members.empty())
+        return UnavailableError("the leader's table is not of this round");
+      if (!key.empty() && !MacEquals(ForwardedTableProof(key, table), table_proof))
+        return UnavailableError("the leader's table does not prove the job key");
+      return table;
+    case FetchedRound::kSuperseded:
+      return AbortedError("group formation: the leader " + p.leader + " says this round was left (" +
+                          why.substr(0, 200) + ")");
+    default:
+      return UnavailableError("the leader has not formed this round");
+  }
+}
+
 StatusOr<int> CheckTable(const Table& table, int size, int min_size, int rank) {
   const int n = static_cast<int>(table.members.size());
   const int least = min_size > 0 && min_size < size ? min_size : size;

@@ -44,6 +44,16 @@ void UseLeaderAddress(Table& table, const std::string& answered_from);
 // per member.
 Status CheckAnswer(const JoinParties& p, const JobKey& key, const JoinClaim& claim, const Table& table,
                    std::string_view proof);
+// What a member makes of the leader's answer to its TableAsk (FetchTable):
+// the table when the round is formed and the answer proves the key over our
+// nonces and the table the leader's forwarding proof (`table_proof`, which
+// we send on to our children); Aborted, the words of a round that was left,
+// when it was superseded (the member takes the next round, as when a member
+// of its round left: mesh.cc); Unavailable, why, for anything else (ask
+// again later).
+StatusOr<Table> TakeFetchedTable(const JoinParties& p, const JobKey& key, const TableAsk& ask,
+                                 FetchedRound round, const std::string& why, const Table& table,
+                                 std::string_view table_proof, std::string_view answer_proof);
 // A table for a group of `size` members, `rank` ours: one entry per member,
 // or with an elastic size (min_size > 0) at least min_size of them; in rank
 // order, the leader (0) and ourselves among them. Our place in it: our rank

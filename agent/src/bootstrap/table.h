@@ -40,4 +40,24 @@ struct Table {
   std::vector<MemberEntry> members;
 };
 
+// A member's request for the table of the round its Join was answered in,
+// when it has not come down the formation tree (formation_tree.h), and its
+// proof of the job key over the leader's challenge, its own nonce and the
+// fields.
+struct TableAsk {
+  uint64_t incarnation = 0;
+  int rank = 0;
+  std::string task_name;
+  std::string server_nonce, client_nonce, proof;  // empty without a key
+};
+
+// What the leader says of the round a TableAsk names (agent.proto's
+// TableAnswer.Round).
+enum class FetchedRound : int {
+  kUnknown = 0,
+  kFormed = 1,      // the leader's current round: here is its table
+  kSuperseded = 2,  // left: join the next round
+  kNotFormed = 3,   // ask again later
+};
+
 }  // namespace ringmaster::internal
