@@ -67,6 +67,25 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
         return grads
 
     tape_fn, alone_fn = tf.function(tape(rm)), tf.function(tape(None))
+
+    @tf.function
+    def tape_then_op():
+        # DistributedGradientTape's work written out: the plain tape's
+        # gradients, then one grouped op over them.
+        return rm.grouped_allreduce(tape(None)(), op=rm.Sum)
+
+    @tf.function
+    def tape_2c():
+        # A gradient computed fresh (2c), not handed through from an input.
+        with tf.GradientTape() as t:
+            loss = tf.add_n([tf.reduce_sum(v * (c * 2.0)) for v, c in zip(vs, ts)])
+        return rm.grouped_allreduce(t.gradient(loss, vs), op=rm.Sum)
+
+    @tf.function
+    def tape_2c_alone():
+        with tf.GradientTape() as t:
+            loss = tf.add_n([tf.reduce_sum(v * (c * 2.0)) for v, c in zip(vs, ts)])
+        return t.gradient(loss, vs)
     return {
         "engine in place": lambda: comm.all_reduce(arrays, "sum"),
         "engine out of place": lambda: comm.all_reduce(arrays, "sum", out=outs),
@@ -75,6 +94,9 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
         "op grouped, eager": lambda: rm.grouped_allreduce(ts, op=rm.Sum)[-1].numpy(),
         "tape, tf.function": lambda: tape_fn()[-1].numpy(),
         "tape alone, tf.function": lambda: alone_fn()[-1].numpy(),
+        "tape then the op, tf.function": lambda: tape_then_op()[-1].numpy(),
+        "tape of 2c with the op, tf.function": lambda: tape_2c()[-1].numpy(),
+        "tape of 2c alone, tf.function": lambda: tape_2c_alone()[-1].numpy(),
         "tape, eager": lambda: tape(rm)()[-1].numpy(),
         "tape alone, eager": lambda: tape(None)()[-1].numpy(),
     }
