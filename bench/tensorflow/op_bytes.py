@@ -81,6 +81,17 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
             loss = tf.add_n([tf.reduce_sum(v * (c * 2.0)) for v, c in zip(vs, ts)])
         return rm.grouped_allreduce(t.gradient(loss, vs), op=rm.Sum)
 
+    cvs = [tf.Variable(t) for t in ts]
+
+    @tf.function
+    def tape_of_variables(with_op: bool = True):
+        # scripts/bench keras's tape: c a variable too, whose gradient
+        # TensorFlow may hand through as the variable's own buffer.
+        with tf.GradientTape() as t:
+            loss = tf.add_n([tf.reduce_sum(v * c) for v, c in zip(vs, cvs)])
+        grads = t.gradient(loss, vs)
+        return rm.grouped_allreduce(grads, op=rm.Sum) if with_op else grads
+
     @tf.function
     def tape_2c_alone():
         with tf.GradientTape() as t:
@@ -97,6 +108,8 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
         "tape then the op, tf.function": lambda: tape_then_op()[-1].numpy(),
         "tape of 2c with the op, tf.function": lambda: tape_2c()[-1].numpy(),
         "tape of 2c alone, tf.function": lambda: tape_2c_alone()[-1].numpy(),
+        "tape of variables with the op, tf.function": lambda: tape_of_variables(True)[-1].numpy(),
+        "tape of variables alone, tf.function": lambda: tape_of_variables(False)[-1].numpy(),
         "tape, eager": lambda: tape(rm)()[-1].numpy(),
         "tape alone, eager": lambda: tape(None)()[-1].numpy(),
     }
