@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
@@ -112,8 +113,6 @@ def _check_no_overlap(sources: List[np.ndarray], dests: List[int], sizes: List[i
     output with an input or with another output would be read after it was
     written (or written twice): refused, naming both. Inputs may overlap
     each other (they are only read). Sorted spans, not every pair."""
-    import bisect
-
     from_, inputs, outputs = [], [], []
     for i, (arr, dest, size) in enumerate(zip(sources, dests, sizes)):
         src = arr.ctypes.data

@@ -69,6 +69,8 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         super().__init__()
         canon = device_util.canonicalize if canonicalize_devices else device_util.canonicalize_without_job_and_task
         self._devices = tuple(canon(d) for d in devices)
+        self._canon = canon
+        self._canonical_names: dict = {}  # device name -> canon(name), for _one_device_match
         self._group_size = group_size
         self._options = options
         self._canonicalize_devices = canonicalize_devices
@@ -171,12 +173,9 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         return isinstance(value_device, str) and self._canonical(destinations) == self._canonical(value_device)
 
     def _canonical(self, device: str) -> str:
-        cache = self.__dict__.setdefault("_canonical_names", {})
-        if device not in cache:
-            canon = device_util.canonicalize if self._canonicalize_devices else \
-                device_util.canonicalize_without_job_and_task
-            cache[device] = canon(device)
-        return cache[device]
+        if device not in self._canonical_names:
+            self._canonical_names[device] = self._canon(device)
+        return self._canonical_names[device]
 
     # ----------------------------------------------- CrossDeviceOps's API
 
