@@ -58,7 +58,10 @@ rank (rank 0's in the tables), the warm-up iterations of each round dropped:
              on tensors held elsewhere, as the captured gradients here; and
              one call per tensor, out of place (allreduce-engine-pertensor),
              the work 8 eager per-tensor calls must do: each returns its sum
-             before the next starts, and eager inputs are held by Python.
+             before the next starts, and eager inputs are held by Python;
+             and in place on 8 buffers TensorFlow allocated
+             (allreduce-engine-tf): NumPy gets huge pages for large arrays,
+             TensorFlow's tensors do not.
              Every one is checked after timing: each rank's (rank + 1) sums
              to 6.
   strategy-run-eager  strategy.run(fn) eagerly under our strategy, fn the
@@ -70,7 +73,11 @@ rank (rank 0's in the tables), the warm-up iterations of each round dropped:
   tape       DistributedGradientTape(op=Sum) over a loss linear in 8
              variables of the gradients' shapes (its gradients are 8
              tensors of those shapes), and the same tape without it
-             (tape/none): the tape's cost over the engine's.
+             (tape/none): the tape's cost over the engine's; and the same
+             tape without it, then the engine on the very buffers of its
+             gradients (tape-engine: in place in a tf.function, where the
+             op may overwrite them; out of place eagerly, where Python holds
+             them), the work DistributedGradientTape must do, in one call.
   step       custom loop (tf.function): forward, backward, all-reduce, SGD
              apply. rm.DistributedGradientTape against strategy.run(step)
              (the replica all-reduces the gradients itself, with RING, and
@@ -119,10 +126,11 @@ MODELS = {
 }
 
 RM_ALLREDUCES = ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
-                 "allreduce-engine-out/ringmaster", "allreduce-engine-pertensor/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
+                 "allreduce-engine-out/ringmaster", "allreduce-engine-pertensor/ringmaster", "allreduce-engine-tf/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
                  "allreduce-grouped/ringmaster", "allreduce-grouped-eager/ringmaster",
                  "allreduce-pertensor/ringmaster", "allreduce-pertensor-eager/ringmaster",
-                 "tape/ringmaster", "tape/none", "tape-eager/ringmaster", "tape-eager/none"]
+                 "tape/ringmaster", "tape/none", "tape-eager/ringmaster", "tape-eager/none",
+                 "tape-engine/ringmaster", "tape-eager-engine/ringmaster"]
 # group name -> (ranks, env additions, cases in order)
 GROUPS = {
     "rm-tf_keras": (N, {"TF_USE_LEGACY_KERAS": "1"},
@@ -152,7 +160,9 @@ def ref_words(ref):
     words = {"allreduce-engine-out/ringmaster": "the engine out of place",
              "allreduce-engine-pertensor/ringmaster": "the engine per tensor, out of place",
              "strategy-run-eager/rm-mwms": "strategy.run's own eager cost",
-             "tape-eager/none": "the same tape without it"}
+             "tape-engine/ringmaster": "the same tape without it, then the engine in place on its gradients",
+             "tape-eager-engine/ringmaster": "the same tape without it, then the engine out of place on its "
+                                             "gradients"}
     return " + ".join(words[case] for _, case in ref)
 
 
@@ -205,6 +215,9 @@ def ratios(horovod: bool) -> list[rd.Ratio]:
                      engine_out, ("<=", 1.1), short))
     out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
                  "the engine out of place / in place", engine_out, engine, None, "engine out / in"))
+    out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
+                 "the engine in place on buffers TensorFlow allocated / on NumPy's (huge pages)",
+                 ((RM, "allreduce-engine-tf/ringmaster"),), engine, None, "engine TF / NumPy"))
     # Eager inputs are held by Python, so eagerly the op cannot reduce in
     # place: the same work is the engine out of place (per tensor for the
     # per-tensor calls, which run one after the other).
@@ -215,8 +228,10 @@ def ratios(horovod: bool) -> list[rd.Ratio]:
              ((RM, "allreduce-engine-pertensor/ringmaster"),), "per-tensor eager / per tensor"),
             ("our strategy's all_reduce (CrossDeviceOps), eager", ("rm-mwms", "allreduce-eager/rm-mwms"),
              engine_out + (("rm-mwms", "strategy-run-eager/rm-mwms"),), "strategy eager / out + run"),
-            ("DistributedGradientTape, eager", (RM, "tape-eager/ringmaster"), engine_out + ((RM, "tape-eager/none"),),
-             "tape eager / out")]:
+            ("DistributedGradientTape, tf.function", (RM, "tape/ringmaster"), ((RM, "tape-engine/ringmaster"),),
+             "tape tf.f / tape, engine"),
+            ("DistributedGradientTape, eager", (RM, "tape-eager/ringmaster"), ((RM, "tape-eager-engine/ringmaster"),),
+             "tape eager / tape, engine")]:
         out.append(R("Our Python paths / the engine alone on the same buffers (a cost)", f"{name} {same}: {ref_words(ref)}",
                      (key,), ref, ("<=", 1.1), short))
     out.append(R("Our Python paths / the engine alone on the same buffers (a cost)",
@@ -421,11 +436,15 @@ def hvd_api_allreduce(r: Rank, case, hvd, tf, barrier):
     reduce_case(r, case, tf, reduce, kind.endswith("-eager"), barrier)
 
 
-def tape_case(r: Rank, case, tf, api, barrier):
+def tape_case(r: Rank, case, tf, api, barrier, comm=None):
     """tape[-eager]: the gradients of sum(v * c) over 8 variables of the
     gradients' shapes are the 8 tensors c; with `api`, through its
-    DistributedGradientTape(op=Sum). Checked with c = rank + 1."""
+    DistributedGradientTape(op=Sum). With `comm` (tape[-eager]-engine), the
+    same tape without it, then the engine sums its gradients: in place in a
+    tf.function (the op may overwrite gradients made in the graph), out of
+    place eagerly (Python holds eager gradients). Checked with c = rank + 1."""
     kind = case.split("/")[0]
+    eager = "-eager" in kind
     total = r.args.warmup + r.args.iters
     shapes = grad_shapes(r.args.model)
     vs = [tf.Variable(tf.zeros(s)) for s in shapes]
@@ -438,11 +457,28 @@ def tape_case(r: Rank, case, tf, api, barrier):
             tape = api.DistributedGradientTape(tape, op=api.Sum)
         return tape.gradient(loss, vs)
 
-    fn = grads if kind.endswith("-eager") else tf.function(grads)
-    times = timed(lambda: fn()[-1].numpy(), total, barrier)
+    fn = grads if eager else tf.function(grads)
+    if comm is not None:
+        import numpy as np
+        outs = [np.empty(s, np.float32) for s in shapes]
+        tape_alone = fn
+
+        def fn():
+            # _numpy_internal: the tensor's own buffer, writable (numpy()
+            # copies, np.asarray is read-only), so the engine reduces the
+            # very buffers the tape made, as the op does.
+            arrays = [g._numpy_internal() for g in tape_alone()]
+            if eager:
+                comm.all_reduce(arrays, "sum", out=outs)
+                return outs
+            comm.all_reduce(arrays, "sum")
+            return arrays
+        times = timed(fn, total, barrier)
+    else:
+        times = timed(lambda: fn()[-1].numpy(), total, barrier)
     for c, s in zip(cs, shapes):
         c.assign(tf.fill(s, float(r.rank + 1)))
-    want = float(N * (N + 1) // 2) if api is not None else float(r.rank + 1)
+    want = float(N * (N + 1) // 2) if api is not None or comm is not None else float(r.rank + 1)
     r.record(case, times, all_equal(fn(), want))
 
 
@@ -549,6 +585,21 @@ def ringmaster_runner(r: Rank):
             fills = [np.full(s, float(r.rank + 1), np.float32) for s in shapes]
             comm.all_reduce(fills, "sum", out=outs)
             r.record(case, times, all_equal(outs, float(N * (N + 1) // 2)))
+        elif kind == "allreduce-engine-tf":
+            # The engine in place on 8 buffers TensorFlow allocated (kept):
+            # NumPy asks the kernel for huge pages on large arrays
+            # (madvise), TensorFlow's allocator does not, so the same
+            # reduction differs by its TLB misses alone.
+            import ringmaster
+            comm = ringmaster.default_communicator()
+            shapes = grad_shapes(r.args.model)
+            kept = [tf.random.normal(s, seed=r.rank) * 1.0 for s in shapes]
+            arrays = [t._numpy_internal() for t in kept]  # the tensors' own buffers, writable
+            times = timed(lambda: comm.all_reduce(arrays, "sum"), total, barrier)
+            for a in arrays:
+                a.fill(float(r.rank + 1))
+            comm.all_reduce(arrays, "sum")
+            r.record(case, times, all_equal(arrays, float(N * (N + 1) // 2)))
         elif kind == "allreduce-engine-pertensor":
             # The engine out of place, one call per tensor, one after the
             # other: what 8 eager per-tensor calls on Python-held tensors do.
@@ -567,7 +618,11 @@ def ringmaster_runner(r: Rank):
             per_tensor([np.full(s, float(r.rank + 1), np.float32) for s in shapes])
             r.record(case, times, all_equal(outs, float(N * (N + 1) // 2)))
         elif kind.startswith("tape"):
-            tape_case(r, case, tf, rm if peer == "ringmaster" else None, barrier)
+            if kind.endswith("-engine"):
+                import ringmaster
+                tape_case(r, case, tf, None, barrier, ringmaster.default_communicator())
+            else:
+                tape_case(r, case, tf, rm if peer == "ringmaster" else None, barrier)
         elif kind == "step":
             step_case(r, case, tf, keras, rm if peer == "ringmaster" else None, loss_fn, x, y, total, barrier)
         elif kind.startswith("fit"):
