@@ -126,7 +126,8 @@ MODELS = {
 }
 
 RM_ALLREDUCES = ["allreduce/ringmaster", "allreduce-eager/ringmaster", "allreduce-engine/ringmaster",
-                 "allreduce-engine-out/ringmaster", "allreduce-engine-pertensor/ringmaster", "allreduce-engine-tf/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
+                 "allreduce-engine-out/ringmaster", "allreduce-engine-pertensor/ringmaster",
+                 "allreduce-engine-tf/ringmaster", "allreduce-copy/none", "allreduce-fresh/ringmaster",
                  "allreduce-grouped/ringmaster", "allreduce-grouped-eager/ringmaster",
                  "allreduce-pertensor/ringmaster", "allreduce-pertensor-eager/ringmaster",
                  "tape/ringmaster", "tape/none", "tape-eager/ringmaster", "tape-eager/none",
@@ -588,8 +589,8 @@ def ringmaster_runner(r: Rank):
         elif kind == "allreduce-engine-tf":
             # The engine in place on 8 buffers TensorFlow allocated (kept):
             # NumPy asks the kernel for huge pages on large arrays
-            # (madvise), TensorFlow's allocator does not, so the same
-            # reduction differs by its TLB misses alone.
+            # (madvise), TensorFlow's allocator does not: the same
+            # reduction on pages of another size.
             import ringmaster
             comm = ringmaster.default_communicator()
             shapes = grad_shapes(r.args.model)
