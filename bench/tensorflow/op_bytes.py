@@ -52,7 +52,8 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
     """--cases paths: the paths over 1.1x the engine in scripts/bench keras
     (the eager per-tensor allreduce, DistributedGradientTape) beside the
     engine doing the same work: the whole list in one call, in place or
-    out of place, and one call per tensor (what 8 eager calls must do)."""
+    out of place, one call per tensor (what 8 eager calls must do), and
+    the plain tape then the engine on its gradients in one call."""
     import numpy as np
     outs = [np.empty_like(a) for a in arrays]
     vs = [tf.Variable(tf.zeros(a.shape)) for a in arrays]
@@ -112,6 +113,13 @@ def path_cases(tf, rm, comm, arrays, ts) -> dict:
         "tape of variables alone, tf.function": lambda: tape_of_variables(False)[-1].numpy(),
         "tape, eager": lambda: tape(rm)()[-1].numpy(),
         "tape alone, eager": lambda: tape(None)()[-1].numpy(),
+        # The tape's work in one call: its gradients, then the engine on
+        # their own buffers (_numpy_internal: writable, no copy), in place
+        # as the op in a tf.function, out of place as the op eagerly.
+        "tape alone then the engine, tf.function":
+            lambda: comm.all_reduce([g._numpy_internal() for g in alone_fn()], "sum"),
+        "tape alone then the engine out of place, eager":
+            lambda: comm.all_reduce([g._numpy_internal() for g in tape(None)()], "sum", out=outs),
     }
 
 
