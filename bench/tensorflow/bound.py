@@ -13,33 +13,40 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROWS = [("MWMS / the engine out of place", "allreduce/mwms", "allreduce-engine-out/ringmaster"),
-        ("MWMS / the engine in place", "allreduce/mwms", "allreduce-engine/ringmaster"),
-        ("MWMS / the op (rm.all_reduce, tf.function)", "allreduce/mwms", "allreduce/ringmaster")]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import rounds as rd  # noqa: E402
+
+_MWMS = (("mwms", "allreduce/mwms"),)
+ROWS = [rd.Ratio("bound", "MWMS / the engine out of place", _MWMS, (("rm-tf_keras", "allreduce-engine-out/ringmaster"),)),
+        rd.Ratio("bound", "MWMS / the engine in place", _MWMS, (("rm-tf_keras", "allreduce-engine/ringmaster"),)),
+        rd.Ratio("bound", "MWMS / the op (rm.all_reduce, tf.function)", _MWMS,
+                 (("rm-tf_keras", "allreduce/ringmaster"),))]
 
 
-def round_medians(results_csv: Path) -> dict[tuple[str, int], float]:
-    """(case, round) -> rank 0's median time over the timed iterations."""
-    times: dict[tuple[str, int], list[float]] = defaultdict(list)
+def round_medians(results_csv: Path) -> tuple[dict, int]:
+    """rounds.py's medians, (group, case, round) -> rank 0's median ms over
+    the timed iterations, from results.csv; and the number of rounds."""
+    times: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     with open(results_csv, newline="") as f:
         for r in csv.DictReader(f):
             if r["rank"] == "0" and r["warmup"] != "1":
-                times[(r["case"], int(r["round"]))].append(float(r["time_ms"]))
-    return {k: statistics.median(v) for k, v in times.items()}
+                times[(r["group"], r["case"], int(r["round"]))].append(float(r["time_ms"]))
+    rounds = 1 + max((k for _, _, k in times), default=-1)
+    return {key: statistics.median(v) for key, v in times.items()}, rounds
 
 
-def bound(run: Path) -> dict[str, tuple[float, float, float]]:
-    """Each row's (median, min, max) over the rounds where both cases ran."""
-    med = round_medians(run / "results.csv")
-    rounds = sorted({k for _, k in med})
+def bound(run: Path) -> dict[str, rd.Summary]:
+    """Each row's median and min-max over the rounds where both cases ran."""
+    medians, rounds = round_medians(run / "results.csv")
     out = {}
-    for name, num, den in ROWS:
-        rs = [med[(num, k)] / med[(den, k)] for k in rounds if (num, k) in med and (den, k) in med]
-        if rs:
-            out[name] = (statistics.median(rs), min(rs), max(rs))
+    for ratio in ROWS:
+        s = rd.summarize(rd.per_round(ratio, medians, rounds))
+        if s is not None:
+            out[ratio.name] = s
     return out
 
 
@@ -47,11 +54,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path)
     args = ap.parse_args()
-    print("| run | " + " | ".join(name for name, _, _ in ROWS) + " |")
+    print("| run | " + " | ".join(r.name for r in ROWS) + " |")
     print("| --- |" + " ---: |" * len(ROWS))
     for run in args.runs:
         b = bound(run)
-        cells = [f"{b[n][0]:.2f}x ({b[n][1]:.2f}-{b[n][2]:.2f})" if n in b else "—" for n, _, _ in ROWS]
+        cells = [f"{b[r.name].median:.2f}x ({b[r.name].low:.2f}-{b[r.name].high:.2f})" if r.name in b else "—"
+                 for r in ROWS]
         print(f"| {run.name} | " + " | ".join(cells) + " |")
     return 0
 

@@ -23,7 +23,8 @@ def write(tmp_path: Path, rows: list[tuple]) -> Path:
         w = csv.writer(f)
         w.writerow(FIELDS)
         for case, rank, rnd, warmup, ms in rows:
-            w.writerow(["g", case, rank, 3, rnd, 0, warmup, ms])
+            group = "mwms" if case.endswith("/mwms") else "rm-tf_keras"
+            w.writerow([group, case, rank, 3, rnd, 0, warmup, ms])
     return tmp_path
 
 
@@ -36,6 +37,7 @@ def test_ratio_per_round_of_rank_0_timed_medians(tmp_path):
                  (out, 1, rnd, 0, 1.0)]  # another rank's, not read
     rows += [(inp, 0, 0, 0, 50.0)]  # in place ran in one round only
     got = bound.bound(write(tmp_path, rows))
-    assert got["MWMS / the engine out of place"] == pytest.approx((5.0, 4.0, 6.0))
-    assert got["MWMS / the engine in place"] == pytest.approx((10.0, 10.0, 10.0))
+    out_of_place, in_place = got["MWMS / the engine out of place"], got["MWMS / the engine in place"]
+    assert (out_of_place.median, out_of_place.low, out_of_place.high, out_of_place.n) == pytest.approx((5.0, 4.0, 6.0, 3))
+    assert (in_place.median, in_place.low, in_place.high, in_place.n) == pytest.approx((10.0, 10.0, 10.0, 1))
     assert "MWMS / the op (rm.all_reduce, tf.function)" not in got  # never ran: no row, not a zero
