@@ -18,6 +18,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "NotFound";
     case StatusCode::kAlreadyExists:
       return "AlreadyExists";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
     case StatusCode::kFailedPrecondition:
       return "FailedPrecondition";
     case StatusCode::kAborted:

@@ -26,6 +26,7 @@ from ._errors import (  # noqa: E402
     FailedPreconditionError,
     InternalError,
     InvalidArgumentError,
+    ResourceExhaustedError,
     RingmasterError,
     UnavailableError,
     UnauthenticatedError,
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbortedError", "CancelledError", "CommunicationOptions", "Communicator",
     "DeadlineExceededError", "FailedPreconditionError", "Handle", "InternalError",
-    "InvalidArgumentError", "RingmasterError", "UnauthenticatedError", "UnavailableError", "UnimplementedError",
+    "InvalidArgumentError", "ResourceExhaustedError", "RingmasterError", "UnauthenticatedError", "UnavailableError", "UnimplementedError",
     "UnknownError", "default_communicator", "error_from_code", "include_dir", "init",
     "library_path", "shutdown",
 ]

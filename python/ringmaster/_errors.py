@@ -37,6 +37,12 @@ class FailedPreconditionError(RingmasterError):
     code = 9
 
 
+class ResourceExhaustedError(RingmasterError):
+    """Memory the call needs cannot be had (the GPU's fusion buffer)."""
+
+    code = 8
+
+
 class AbortedError(RingmasterError):
     code = 10
 
@@ -67,6 +73,7 @@ _BY_CODE: Dict[int, Type[RingmasterError]] = {
         InvalidArgumentError,
         DeadlineExceededError,
         FailedPreconditionError,
+        ResourceExhaustedError,
         AbortedError,
         UnimplementedError,
         InternalError,

@@ -19,6 +19,7 @@ enum class StatusCode : int {
   kDeadlineExceeded = 4,
   kNotFound = 5,
   kAlreadyExists = 6,
+  kResourceExhausted = 8,  // memory (the GPU's fusion buffer) that cannot be had
   kFailedPrecondition = 9,
   kAborted = 10,
   kOutOfRange = 11,
@@ -63,6 +64,9 @@ inline Status NotFoundError(std::string m) {
 }
 inline Status AlreadyExistsError(std::string m) {
   return {StatusCode::kAlreadyExists, std::move(m)};
+}
+inline Status ResourceExhaustedError(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
 }
 inline Status FailedPreconditionError(std::string m) {
   return {StatusCode::kFailedPrecondition, std::move(m)};

@@ -84,7 +84,7 @@ def test_enum_tables_come_from_the_c_api():
 
 def test_errors_by_code():
     names = {1: "CancelledError", 2: "UnknownError", 3: "InvalidArgumentError",
-             4: "DeadlineExceededError", 9: "FailedPreconditionError", 10: "AbortedError",
+             4: "DeadlineExceededError", 8: "ResourceExhaustedError", 9: "FailedPreconditionError", 10: "AbortedError",
              12: "UnimplementedError", 13: "InternalError", 14: "UnavailableError",
              16: "UnauthenticatedError"}
     for code, name in names.items():
