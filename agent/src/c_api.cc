@@ -183,15 +183,22 @@ int rm_allreduce_async_from(rm_communicator* comm, const void* const* sources, c
 
 int rm_allreduce_async_on_stream(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
                                  const rm_options* options, void* stream, rm_handle** out) {
+  return rm_allreduce_async_on_stream_from(comm, nullptr, tensors, n, op, options, stream, out);
+}
+
+int rm_allreduce_async_on_stream_from(rm_communicator* comm, const void* const* sources,
+                                      const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                                      const rm_options* options, void* stream, rm_handle** out) {
   if (!comm) return NullComm();
   if (!out) return Report(ringmaster::InvalidArgumentError("out is NULL"));
   auto opts = ToOptions(options);
   if (!opts.ok()) return Report(opts.status());
   if (n && !tensors) return Report(ringmaster::InvalidArgumentError("tensors is NULL"));
   auto ts = ToTensors(tensors, n);
-  for (auto& t : ts) {
-    t.memory = ringmaster::MemoryKind::kDevice;
-    t.stream = stream;
+  for (size_t i = 0; i < n; ++i) {
+    ts[i].memory = ringmaster::MemoryKind::kDevice;
+    ts[i].stream = stream;
+    if (sources) ts[i].source = sources[i];
   }
   *out = new rm_handle{comm->comm->AllReduceAsync(ts, static_cast<ringmaster::ReduceOp>(op), *opts)};
   return Report(ringmaster::OkStatus());

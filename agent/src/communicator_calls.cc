@@ -50,12 +50,6 @@ StatusOr<CommunicationOptions> CommunicatorImpl::Resolve(const CommunicationOpti
                               "host memory)");
   }
   if (*on_gpu) {
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      if (tensors[i].source && tensors[i].source != tensors[i].data) {
-        return UnimplementedError("tensors[" + std::to_string(i) +
-                                  "].source: GPU memory is reduced in place only (no separate source yet)");
-      }
-    }
     if (!device) {
       return UnimplementedError(
           "GPU memory: only AllReduce takes GPU tensors so far (copy them to host memory for broadcast, "
@@ -105,7 +99,7 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
     auto gpu_ops = gpu_->AllReduceOps(tensors, op, *merged, ex->group());
     if (!gpu_ops.ok()) return Executor::Failed(gpu_ops.status());
     return Submit(ex, std::move(*gpu_ops), *merged,
-                  "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors");
+                  "all-reduce of " + std::to_string(tensors.size()) + " GPU tensors", sync);
   }
   return Submit(ex, AllReduceOps(tensors, op, *merged, size_, ex->group()->link(), settings_.streams),
                 *merged, "all-reduce of " + std::to_string(tensors.size()) + " tensors", sync);

@@ -152,8 +152,9 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   mc.hosts = config_hosts_;
   mc.min_size = settings_.min_size;
   mc.process_id = process_id_;
-  mc.channels = settings_.streams + 2;  // 0: control, 1..streams: data, then process sets'
-  mc.first_use = true;                  // data channels: when an algorithm first needs the peer
+  // 0: control, 1..streams: data, then process sets', then the GPU's.
+  mc.channels = settings_.streams + 3;
+  mc.first_use = true;  // data channels: when an algorithm first needs the peer
   // Control connections between the overlay's fingers only (2⌈log2 N⌉ per
   // member, not N - 1): heartbeats, abort frames and the diagnosis travel
   // over them (docs/agent.md, "Connections at scale").
@@ -260,7 +261,12 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
         std::chrono::duration<double, std::milli>(Clock::now() - probe_start).count());
     DebugLog(line);
   }
-  auto executor = std::make_shared<Executor>(group, std::move(transports));
+  // The GPU's slot: its calls may wait long on the GPU, and no host
+  // collective waits behind them (its channel connects on first use).
+  transports.push_back(transport_on(settings_.streams + 2));
+  Executor::Options options;
+  options.reserved = 1;
+  auto executor = std::make_shared<Executor>(group, std::move(transports), std::move(options));
   std::vector<std::unique_ptr<Transport>> set_transport;
   set_transport.push_back(transport_on(settings_.streams + 1));
   Executor::Options set_options;

@@ -1,5 +1,16 @@
+// The fake CUDA runtime + NCCL of fake_gpu.h: device memory behind
+// PROT_NONE mappings, streams drained by one worker thread, per-device
+// streams, events, contexts and communicators, graph capture, and NCCL's
+// non-blocking codes and abort.
 #include "fake_gpu.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -7,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "collectives/kernels.h"
@@ -14,16 +26,26 @@
 // The opaque handles of the real headers, defined here for the fake.
 struct CUstream_st {
   int device = 0;
+  bool blocking = false;
+  bool legacy = false;  // the legacy default stream of `device`
+  bool capturing = false;
+  CUstream_st* capture_origin = nullptr;  // the stream whose capture this one joined
+  bool held = false;
   std::deque<std::function<bool()>> q;  // a task answers false while it blocks
+  uint64_t enqueued = 0, completed = 0;
 };
 struct CUevent_st {
-  bool done = true;
+  int device = 0;
+  uint64_t recorded = 0, completed = 0;
+  CUstream_st* captured_in = nullptr;  // its last record was a node of this stream's capture
 };
 struct ncclComm {
   std::string clique;
   int nranks = 1, rank = 0, device = 0;
+  bool nonblocking = false;
   int in_progress = 0;  // polls that still answer ncclInProgress
   bool aborted = false;
+  int unstarted = 0;  // collectives queued that have not reached their stream's front
   uint64_t next_coll = 0;
 };
 
@@ -35,24 +57,41 @@ using internal::GpuApi;
 struct Coll {
   int arrived = 0;
   bool complete = false;
-  std::vector<void*> recv;
+  std::vector<char*> recv;
   std::vector<char> acc;
 };
 
+struct Mapping {
+  size_t bytes = 0, mapped = 0;
+  int device = 0;
+  char* shadow = nullptr;  // the worker's read-write view
+  bool agent = false;      // allocated by the agent (cudaMalloc*)
+};
+
 struct State {
-  std::recursive_mutex mu;
+  std::mutex mu;
+  std::condition_variable cv;  // any progress, any new work
+  std::thread worker;
+  bool stop = false;
   int devices = 2;
   int hang_rank = -1;
   bool async_error = false;
+  bool hold_aborted = false;
   Stats stats;
-  std::map<char*, std::pair<size_t, int>> device_mem;  // base -> (bytes, device)
+  std::vector<bool> contexts;
+  std::vector<size_t> limit;
+  std::vector<size_t> used;
+  std::map<char*, Mapping> device_mem;  // host-visible (PROT_NONE) base -> mapping
   std::map<char*, size_t> host_mem;
-  std::vector<CUstream_st*> streams;
+  std::vector<CUstream_st*> streams;  // every live stream, legacy ones first
   std::map<std::pair<std::string, uint64_t>, Coll> colls;
+  std::vector<std::string> violations;
   // Owned here and never freed while the fake lives: queued work may still
   // point at an event or communicator the backend has let go of.
   std::vector<std::unique_ptr<CUevent_st>> events;
   std::vector<std::unique_ptr<ncclComm>> comms;
+  std::vector<std::unique_ptr<CUstream_st>> owned_streams;
+  std::vector<int> context_ids;  // CUcontext handles: &context_ids[d]
   uint64_t next_id = 1;
   GpuApi api;
 };
@@ -61,28 +100,126 @@ State& S() {
   static State* s = new State;
   return *s;
 }
-thread_local int t_device = 0;
+using Lock = std::unique_lock<std::mutex>;
 
-void PumpLocked() {
-  bool moved = true;
-  while (moved) {
-    moved = false;
+thread_local int t_ctx = -1;  // the thread's current device, -1: no context yet
+
+// The runtime makes a context on the current device (0 before any
+// cudaSetDevice) when a call needs one.
+int NeedContext() {
+  if (t_ctx < 0) t_ctx = 0;
+  S().contexts[t_ctx] = true;
+  return t_ctx;
+}
+
+// ---------------------------------------------------------------- memory
+
+// The worker's view of [p, p + n): nullptr (and a violation) unless it lies
+// in live device memory.
+char* Shadow(const void* p, size_t n, const char* what) {
+  char* c = const_cast<char*>(static_cast<const char*>(p));
+  auto it = S().device_mem.upper_bound(c);
+  if (it != S().device_mem.begin()) {
+    --it;
+    if (c >= it->first && c + n <= it->first + it->second.bytes) return it->second.shadow + (c - it->first);
+  }
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s touched %zu bytes at %p that are not live device memory", what, n, p);
+  S().violations.emplace_back(buf);
+  return nullptr;
+}
+
+const Mapping* FindDevice(const void* p) {
+  char* c = const_cast<char*>(static_cast<const char*>(p));
+  auto it = S().device_mem.upper_bound(c);
+  if (it == S().device_mem.begin()) return nullptr;
+  --it;
+  if (c < it->first || c >= it->first + std::max<size_t>(it->second.bytes, 1)) return nullptr;
+  return &it->second;
+}
+
+char* MapDeviceLocked(int device, size_t n, bool agent) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t mapped = (std::max<size_t>(n, 1) + page - 1) / page * page;
+  int fd = ::memfd_create("fake-gpu", 0);
+  if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(mapped)) != 0) std::abort();
+  void* host = ::mmap(nullptr, mapped, PROT_NONE, MAP_SHARED, fd, 0);
+  void* shadow = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (host == MAP_FAILED || shadow == MAP_FAILED) std::abort();
+  S().device_mem[static_cast<char*>(host)] = {n, mapped, device, static_cast<char*>(shadow), agent};
+  return static_cast<char*>(host);
+}
+
+void UnmapLocked(std::map<char*, Mapping>::iterator it) {
+  ::munmap(it->first, it->second.mapped);
+  ::munmap(it->second.shadow, it->second.mapped);
+  S().device_mem.erase(it);
+}
+
+void FreeDeviceLocked(void* p) {
+  auto it = S().device_mem.find(static_cast<char*>(p));
+  if (it == S().device_mem.end()) return;
+  if (it->second.agent) {
+    S().used[it->second.device] -= it->second.bytes;
+    S().stats.agent_bytes -= it->second.bytes;
+  }
+  UnmapLocked(it);
+}
+
+// ---------------------------------------------------------------- streams
+
+CUstream_st* Legacy(int device) {
+  return S().streams[static_cast<size_t>(device)];
+}
+
+CUstream_st* Resolve(cudaStream_t s) {
+  return s ? s : Legacy(t_ctx < 0 ? 0 : t_ctx);
+}
+
+// Queues `task` on `s`, after what the legacy stream's implicit
+// synchronisation orders before it. Called with the lock held.
+void Enqueue(CUstream_st* s, std::function<bool()> task) {
+  if (s->capturing) return;  // captured into a graph that no one launches here
+  std::vector<std::pair<CUstream_st*, uint64_t>> deps;
+  for (CUstream_st* o : S().streams) {
+    if (o == s || o->device != s->device) continue;
+    if ((s->legacy && o->blocking) || (s->blocking && o->legacy)) deps.emplace_back(o, o->enqueued);
+  }
+  ++s->enqueued;
+  if (deps.empty()) {
+    s->q.push_back(std::move(task));
+  } else {
+    s->q.push_back([deps, task = std::move(task)] {
+      for (auto& [o, n] : deps)
+        if (o->completed < n) return false;
+      return task();
+    });
+  }
+  S().cv.notify_all();
+}
+
+void WorkerLoop() {
+  Lock lock(S().mu);
+  while (!S().stop) {
+    bool moved = false;
     for (CUstream_st* s : S().streams) {
       while (!s->q.empty() && s->q.front()()) {
         s->q.pop_front();
+        ++s->completed;
         moved = true;
       }
+    }
+    if (moved) {
+      S().cv.notify_all();
+    } else {
+      S().cv.wait_for(lock, std::chrono::milliseconds(2));
     }
   }
 }
 
-void Enqueue(cudaStream_t s, std::function<bool()> task) {
-  if (!s) {  // the legacy default stream of the fake is always idle
-    while (!task()) PumpLocked();
-    return;
-  }
-  s->q.push_back(std::move(task));
-  PumpLocked();
+bool WaitFor(Lock& lock, double seconds, const std::function<bool()>& done) {
+  return S().cv.wait_for(lock, std::chrono::duration<double>(seconds), done);
 }
 
 // ---------------------------------------------------------------- CUDA
@@ -95,6 +232,12 @@ const char* GetErrorString(cudaError_t e) {
       return "device not ready";
     case cudaErrorInvalidValue:
       return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
     default:
       return "fake CUDA error";
   }
@@ -104,33 +247,39 @@ cudaError_t GetDeviceCount(int* n) {
   return cudaSuccess;
 }
 cudaError_t GetDevice(int* d) {
-  *d = t_device;
+  *d = t_ctx < 0 ? 0 : t_ctx;  // asks, makes nothing
   return cudaSuccess;
 }
 cudaError_t SetDevice(int d) {
+  Lock lock(S().mu);
   if (d < 0 || d >= S().devices) return cudaErrorInvalidDevice;
-  t_device = d;
+  t_ctx = d;
+  S().contexts[d] = true;  // CUDA 12: cudaSetDevice initialises the device's primary context
   return cudaSuccess;
+}
+int CtxGetCurrent(void** ctx) {
+  *ctx = t_ctx < 0 ? nullptr : &S().context_ids[static_cast<size_t>(t_ctx)];
+  return 0;
+}
+int CtxSetCurrent(void* ctx) {
+  t_ctx = ctx ? *static_cast<int*>(ctx) : -1;
+  return 0;
 }
 cudaError_t DeviceGetPCIBusId(char* out, int len, int d) {
   std::snprintf(out, static_cast<size_t>(len), "0000:%02x:00.0", d);
   return cudaSuccess;
 }
 cudaError_t PointerGetAttributes(cudaPointerAttributes* a, const void* p) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   *a = {};
   a->type = cudaMemoryTypeUnregistered;
-  char* c = const_cast<char*>(static_cast<const char*>(p));
-  auto it = S().device_mem.upper_bound(c);
-  if (it != S().device_mem.begin()) {
-    --it;
-    if (c < it->first + std::max<size_t>(it->second.first, 1)) {
-      a->type = cudaMemoryTypeDevice;
-      a->device = it->second.second;
-      a->devicePointer = const_cast<void*>(p);
-      return cudaSuccess;
-    }
+  if (const Mapping* m = FindDevice(p)) {
+    a->type = cudaMemoryTypeDevice;
+    a->device = m->device;
+    a->devicePointer = const_cast<void*>(p);
+    return cudaSuccess;
   }
+  char* c = const_cast<char*>(static_cast<const char*>(p));
   auto h = S().host_mem.upper_bound(c);
   if (h != S().host_mem.begin()) {
     --h;
@@ -141,33 +290,44 @@ cudaError_t PointerGetAttributes(cudaPointerAttributes* a, const void* p) {
 cudaError_t GetLastError() {
   return cudaSuccess;
 }
-cudaError_t StreamCreateWithFlags(cudaStream_t* s, unsigned int) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  *s = new CUstream_st{t_device, {}};
-  S().streams.push_back(*s);
+cudaError_t StreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
+  Lock lock(S().mu);
+  auto owned = std::make_unique<CUstream_st>();
+  owned->device = NeedContext();
+  owned->blocking = (flags & cudaStreamNonBlocking) == 0;
+  *s = owned.get();
+  S().streams.push_back(owned.get());
+  S().owned_streams.push_back(std::move(owned));
   return cudaSuccess;
 }
 cudaError_t StreamDestroy(cudaStream_t s) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  auto& v = S().streams;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (v[i] == s) {
-      v.erase(v.begin() + static_cast<long>(i));
-      delete s;
-      return cudaSuccess;
-    }
-  }
-  return cudaErrorInvalidResourceHandle;
+  // Its queued work still runs (as CUDA does); the stream object stays with
+  // the fake until Install/Uninstall.
+  return s ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
+cudaError_t StreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
+  Lock lock(S().mu);
+  *status = Resolve(s)->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
 }
 cudaError_t StreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
+  NeedContext();
   ++S().stats.stream_waits;
-  Enqueue(s, [e] { return e->done; });
+  CUstream_st* st = Resolve(s);
+  if (e->captured_in) {  // waiting on a captured node pulls the stream into the capture
+    st->capturing = true;
+    st->capture_origin = e->captured_in;
+    return cudaSuccess;
+  }
+  const uint64_t target = e->recorded;  // the record at the time of the call (CUDA's rule)
+  Enqueue(st, [e, target] { return e->completed >= target; });
   return cudaSuccess;
 }
 cudaError_t EventCreateWithFlags(cudaEvent_t* e, unsigned int) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   S().events.push_back(std::make_unique<CUevent_st>());
+  S().events.back()->device = NeedContext();
   *e = S().events.back().get();
   return cudaSuccess;
 }
@@ -175,58 +335,81 @@ cudaError_t EventDestroy(cudaEvent_t) {
   return cudaSuccess;
 }
 cudaError_t EventRecord(cudaEvent_t e, cudaStream_t s) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  e->done = false;
-  Enqueue(s, [e] {
-    e->done = true;
+  Lock lock(S().mu);
+  NeedContext();
+  CUstream_st* st = Resolve(s);
+  if (st->device != e->device) return cudaErrorInvalidResourceHandle;  // another device's event
+  if (st->capturing) {  // a node of the graph: the event itself is untouched
+    e->captured_in = st->capture_origin ? st->capture_origin : st;
+    return cudaSuccess;
+  }
+  e->captured_in = nullptr;
+  const uint64_t gen = ++e->recorded;
+  Enqueue(st, [e, gen] {
+    e->completed = std::max(e->completed, gen);
     return true;
   });
   return cudaSuccess;
 }
 cudaError_t EventQuery(cudaEvent_t e) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  PumpLocked();
-  return e->done ? cudaSuccess : cudaErrorNotReady;
+  Lock lock(S().mu);
+  return e->completed >= e->recorded ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
+  NeedContext();
+  const bool from_dev = kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyDeviceToHost;
+  const bool to_dev = kind == cudaMemcpyDeviceToDevice || kind == cudaMemcpyHostToDevice;
   if (kind == cudaMemcpyDeviceToDevice) ++S().stats.d2d_copies;
   if (kind == cudaMemcpyDeviceToHost) ++S().stats.d2h_copies;
   if (kind == cudaMemcpyHostToDevice) ++S().stats.h2d_copies;
-  Enqueue(s, [=] {
-    std::memmove(dst, src, n);
+  if (n == 0) return cudaSuccess;
+  if ((from_dev && !FindDevice(src)) || (to_dev && !FindDevice(dst))) return cudaErrorInvalidValue;
+  Enqueue(Resolve(s), [=] {
+    const char* from = from_dev ? Shadow(src, n, "cudaMemcpyAsync (read)") : static_cast<const char*>(src);
+    char* to = to_dev ? Shadow(dst, n, "cudaMemcpyAsync (write)") : static_cast<char*>(dst);
+    if (from && to) std::memmove(to, from, n);
     return true;
   });
   return cudaSuccess;
 }
-void* AllocDeviceLocked(int device, size_t n) {
-  char* p = static_cast<char*>(std::malloc(std::max<size_t>(n, 1)));
-  S().device_mem[p] = {n, device};
-  return p;
-}
-cudaError_t MallocAsync(void** p, size_t n, cudaStream_t) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  *p = AllocDeviceLocked(t_device, n);
+// cudaMallocAsync (the agent's only device allocation), against the limit.
+cudaError_t AgentAlloc(void** p, size_t n) {
+  const int d = NeedContext();
+  if (S().used[d] + n > S().limit[d]) {
+    *p = nullptr;
+    return cudaErrorMemoryAllocation;
+  }
+  S().used[d] += n;
+  S().stats.agent_bytes += n;
+  S().stats.peak_agent_bytes = std::max(S().stats.peak_agent_bytes, S().stats.agent_bytes);
+  ++S().stats.device_allocs;
+  *p = MapDeviceLocked(d, n, true);
   return cudaSuccess;
 }
+cudaError_t MallocAsync(void** p, size_t n, cudaStream_t) {
+  Lock lock(S().mu);
+  return AgentAlloc(p, n);
+}
 cudaError_t FreeAsync(void* p, cudaStream_t s) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  Enqueue(s, [p] {
-    S().device_mem.erase(static_cast<char*>(p));
-    std::free(p);
+  Lock lock(S().mu);
+  NeedContext();
+  Enqueue(Resolve(s), [p] {
+    FreeDeviceLocked(p);
     return true;
   });
   return cudaSuccess;
 }
 cudaError_t HostAlloc(void** p, size_t n, unsigned int) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
+  NeedContext();
   ++S().stats.host_allocs;
   *p = std::malloc(n);
   S().host_mem[static_cast<char*>(*p)] = n;
   return cudaSuccess;
 }
 cudaError_t FreeHost(void* p) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   S().host_mem.erase(static_cast<char*>(p));
   std::free(p);
   return cudaSuccess;
@@ -247,6 +430,12 @@ const char* NcclErrorString(ncclResult_t r) {
       return "NCCL operation in progress";
     case ncclSystemError:
       return "unhandled system error";
+    case ncclInvalidUsage:
+      return "invalid usage";
+    case ncclInvalidArgument:
+      return "invalid argument";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error";
     default:
       return "fake NCCL error";
   }
@@ -255,7 +444,7 @@ const char* NcclLastError(ncclComm_t) {
   return "";
 }
 ncclResult_t GetUniqueId(ncclUniqueId* id) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   ++S().stats.unique_ids;
   std::memset(id, 0, sizeof *id);
   std::snprintf(id->internal, sizeof id->internal, "fake-id-%llu",
@@ -264,22 +453,21 @@ ncclResult_t GetUniqueId(ncclUniqueId* id) {
 }
 ncclResult_t CommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
                                 ncclConfig_t* config) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   ++S().stats.comm_inits;
   S().comms.push_back(std::make_unique<ncclComm>());
   ncclComm* c = S().comms.back().get();
   c->clique = std::string(id.internal, strnlen(id.internal, sizeof id.internal));
   c->nranks = nranks;
   c->rank = rank;
-  c->device = t_device;
-  const bool nonblocking = config && config->blocking == 0;
-  c->in_progress = nonblocking ? 1 : 0;
+  c->device = NeedContext();
+  c->nonblocking = config && config->blocking == 0;
+  c->in_progress = c->nonblocking ? 2 : 0;
   *comm = c;
-  return nonblocking ? ncclInProgress : ncclSuccess;
+  return c->nonblocking ? ncclInProgress : ncclSuccess;
 }
 ncclResult_t CommGetAsyncError(ncclComm_t c, ncclResult_t* state) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  PumpLocked();
+  Lock lock(S().mu);
   if (S().async_error) {
     *state = ncclSystemError;
   } else if (c->in_progress > 0) {
@@ -291,35 +479,42 @@ ncclResult_t CommGetAsyncError(ncclComm_t c, ncclResult_t* state) {
   return ncclSuccess;
 }
 ncclResult_t CommFinalize(ncclComm_t c) {
+  Lock lock(S().mu);
+  if (c->in_progress > 0) return ncclInvalidUsage;
   c->in_progress = 1;
   return ncclInProgress;
 }
 ncclResult_t CommDestroy(ncclComm_t c) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   ++S().stats.comm_destroys;
   c->aborted = true;
+  S().cv.notify_all();
   return ncclSuccess;
 }
 ncclResult_t CommAbort(ncclComm_t c) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   ++S().stats.comm_aborts;
   c->aborted = true;
-  PumpLocked();  // its blocked work is dropped
+  S().cv.notify_all();
+  // The real abort waits for the work queued on the communicator's streams
+  // to reach its kernels: behind a stream that never progresses, forever.
+  S().cv.wait(lock, [c] { return c->unstarted == 0 || S().stop; });
   return ncclSuccess;
 }
 thread_local int t_group_depth = 0;
 thread_local std::vector<ncclComm_t> t_group_comms;
 ncclResult_t GroupStart() {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   ++S().stats.group_starts;
   ++t_group_depth;
   return ncclSuccess;
 }
 ncclResult_t GroupEnd() {
+  Lock lock(S().mu);
   if (--t_group_depth > 0) return ncclSuccess;
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
   bool nonblocking = false;
   for (ncclComm_t c : t_group_comms) {
+    if (!c->nonblocking) continue;
     c->in_progress = 1;
     nonblocking = true;
   }
@@ -327,104 +522,149 @@ ncclResult_t GroupEnd() {
   return nonblocking ? ncclInProgress : ncclSuccess;
 }
 
-ncclResult_t AllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                       ncclComm_t comm, cudaStream_t stream) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  ++S().stats.allreduces;
-  if (t_group_depth > 0) t_group_comms.push_back(comm);
-  if (comm->rank == S().hang_rank) {  // stuck: never takes part, never finishes
-    Enqueue(stream, [comm] { return comm->aborted; });
-    return ncclSuccess;
-  }
-  DataType dt;
+StatusOr<DataType> FromNccl(ncclDataType_t type) {
   switch (type) {
     case ncclFloat16:
-      dt = DataType::kFloat16;
-      break;
+      return DataType::kFloat16;
     case ncclBfloat16:
-      dt = DataType::kBFloat16;
-      break;
+      return DataType::kBFloat16;
     case ncclFloat32:
-      dt = DataType::kFloat32;
-      break;
+      return DataType::kFloat32;
     case ncclFloat64:
-      dt = DataType::kFloat64;
-      break;
+      return DataType::kFloat64;
     case ncclInt32:
-      dt = DataType::kInt32;
-      break;
+      return DataType::kInt32;
     case ncclInt64:
-      dt = DataType::kInt64;
-      break;
+      return DataType::kInt64;
     case ncclUint8:
-      dt = DataType::kUInt8;
-      break;
+      return DataType::kUInt8;
     case ncclInt8:
-      dt = DataType::kInt8;
-      break;
+      return DataType::kInt8;
     default:
-      return ncclInvalidArgument;
+      return InvalidArgumentError("type");
   }
-  ReduceOp rop;
+}
+StatusOr<ReduceOp> FromNccl(ncclRedOp_t op) {
   switch (op) {
     case ncclSum:
-      rop = ReduceOp::kSum;
-      break;
+      return ReduceOp::kSum;
     case ncclAvg:
-      rop = ReduceOp::kMean;
-      break;
+      return ReduceOp::kMean;
     case ncclMin:
-      rop = ReduceOp::kMin;
-      break;
+      return ReduceOp::kMin;
     case ncclMax:
-      rop = ReduceOp::kMax;
-      break;
+      return ReduceOp::kMax;
     case ncclProd:
-      rop = ReduceOp::kProduct;
-      break;
+      return ReduceOp::kProduct;
     default:
-      return ncclInvalidArgument;
+      return InvalidArgumentError("op");
+  }
+}
+
+ncclResult_t AllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                       ncclComm_t comm, cudaStream_t stream) {
+  Lock lock(S().mu);
+  ++S().stats.allreduces;
+  if (comm->in_progress > 0) return ncclInvalidUsage;  // not polled to success since the last call
+  auto dt = FromNccl(type);
+  auto rop = FromNccl(op);
+  if (!dt.ok() || !rop.ok()) return ncclInvalidArgument;
+  CUstream_st* st = Resolve(stream);
+  if (st->device != comm->device) return ncclUnhandledCudaError;  // a stream of another device
+  const size_t bytes = count * DataTypeSize(*dt);
+  const Mapping* ms = FindDevice(send);
+  const Mapping* mr = FindDevice(recv);
+  if (!ms || !mr || ms->device != comm->device || mr->device != comm->device) return ncclInvalidArgument;
+  if (t_group_depth > 0) {
+    t_group_comms.push_back(comm);
+  } else if (comm->nonblocking) {
+    comm->in_progress = 1;
+  }
+  if (st->capturing) return t_group_depth > 0 || !comm->nonblocking ? ncclSuccess : ncclInProgress;
+  ++comm->unstarted;
+  auto started = std::make_shared<bool>(false);
+  auto start = [comm, started] {
+    if (*started) return;
+    *started = true;
+    --comm->unstarted;
+    S().cv.notify_all();
+  };
+  if (comm->rank == S().hang_rank) {  // stuck: never takes part, never finishes
+    Enqueue(st, [comm, start] {
+      start();
+      return comm->aborted && !S().hold_aborted;
+    });
+    return t_group_depth > 0 || !comm->nonblocking ? ncclSuccess : ncclInProgress;
   }
   const auto key = std::make_pair(comm->clique, comm->next_coll++);
-  const size_t bytes = count * DataTypeSize(dt);
   auto arrived = std::make_shared<bool>(false);
-  Enqueue(stream, [=] {
-    if (comm->aborted) return true;  // dropped by ncclCommAbort
+  const DataType d = *dt;
+  const ReduceOp r = *rop;
+  Enqueue(st, [=] {
+    start();
+    if (comm->aborted) return !S().hold_aborted;  // dropped by ncclCommAbort
     Coll& c = S().colls[key];
     if (!*arrived) {
+      char* in = Shadow(send, bytes, "ncclAllReduce (send)");
+      char* out = Shadow(recv, bytes, "ncclAllReduce (recv)");
+      if (!in || !out) return true;
       *arrived = true;
       if (c.arrived == 0) {
-        c.acc.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+        c.acc.assign(in, in + bytes);
       } else {
-        internal::ReduceInto(dt, rop, c.acc.data(), send, count);
+        internal::ReduceInto(d, r, c.acc.data(), in, count);
       }
       ++c.arrived;
-      c.recv.push_back(recv);
+      c.recv.push_back(out);
       if (c.arrived == comm->nranks) {
-        if (rop == ReduceOp::kMean && comm->nranks > 1)
-          internal::DivideBy(dt, c.acc.data(), count, comm->nranks);
-        for (void* r : c.recv) std::memcpy(r, c.acc.data(), bytes);
+        if (r == ReduceOp::kMean && comm->nranks > 1)
+          internal::DivideBy(d, c.acc.data(), count, comm->nranks);
+        for (char* o : c.recv) std::memcpy(o, c.acc.data(), bytes);
         c.complete = true;
       }
     }
     return c.complete;
   });
-  return ncclSuccess;
+  return t_group_depth > 0 || !comm->nonblocking ? ncclSuccess : ncclInProgress;
+}
+
+void ResetLocked(int devices) {
+  State& s = S();
+  while (!s.device_mem.empty()) UnmapLocked(s.device_mem.begin());
+  for (auto& [p, _] : s.host_mem) std::free(p);
+  s.host_mem.clear();
+  s.devices = devices;
+  s.hang_rank = -1;
+  s.async_error = false;
+  s.hold_aborted = false;
+  s.stats = {};
+  s.colls.clear();
+  s.violations.clear();
+  s.contexts.assign(static_cast<size_t>(devices), false);
+  s.limit.assign(static_cast<size_t>(devices), SIZE_MAX);
+  s.used.assign(static_cast<size_t>(devices), 0);
+  s.context_ids.resize(static_cast<size_t>(devices));
+  for (int d = 0; d < devices; ++d) s.context_ids[static_cast<size_t>(d)] = d;
+  s.streams.clear();
+  s.owned_streams.clear();
+  for (int d = 0; d < devices; ++d) {
+    auto legacy = std::make_unique<CUstream_st>();
+    legacy->device = d;
+    legacy->legacy = true;
+    s.streams.push_back(legacy.get());
+    s.owned_streams.push_back(std::move(legacy));
+  }
 }
 
 }  // namespace
 
 void Install(int devices, bool with_nccl, int nccl_version) {
+  Uninstall();
   State& s = S();
   {
-    std::lock_guard<std::recursive_mutex> lock(s.mu);
-    for (auto& [p, _] : s.device_mem) std::free(p);
-    s.device_mem.clear();
-    s.devices = devices;
-    s.hang_rank = -1;
-    s.async_error = false;
-    s.stats = {};
-    s.colls.clear();
+    Lock lock(s.mu);
+    ResetLocked(devices);
+    t_ctx = -1;
     g_nccl_version = nccl_version;
     GpuApi a;
     auto& c = a.cuda;
@@ -447,6 +687,9 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     c.FreeAsync = FreeAsync;
     c.HostAlloc = HostAlloc;
     c.FreeHost = FreeHost;
+    c.StreamIsCapturing = StreamIsCapturing;
+    a.driver.CtxGetCurrent = CtxGetCurrent;
+    a.driver.CtxSetCurrent = CtxSetCurrent;
     a.have_nccl = with_nccl;
     a.nccl_version = with_nccl ? nccl_version : 0;
     a.nccl_unavailable = with_nccl ? "" : "NCCL could not be loaded (the fake has none)";
@@ -464,32 +707,136 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     n.GroupEnd = GroupEnd;
     n.AllReduce = AllReduce;
     s.api = a;
+    s.stop = false;
   }
+  s.worker = std::thread(WorkerLoop);
   internal::SetGpuApiForTesting(&s.api);
 }
 
 void Uninstall() {
   internal::SetGpuApiForTesting(nullptr);
+  State& s = S();
+  {
+    Lock lock(s.mu);
+    s.stop = true;
+    s.cv.notify_all();
+  }
+  if (s.worker.joinable()) s.worker.join();
+  t_ctx = -1;
 }
 
 Stats GetStats() {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   return S().stats;
 }
 
 void* DeviceAlloc(int device, size_t bytes) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
-  return AllocDeviceLocked(device, bytes);
+  Lock lock(S().mu);
+  return MapDeviceLocked(device, bytes, false);
+}
+
+void Upload(void* device_ptr, const void* host, size_t bytes) {
+  Lock lock(S().mu);
+  if (char* to = Shadow(device_ptr, bytes, "fake::Upload")) std::memcpy(to, host, bytes);
+}
+
+void Download(void* host, const void* device_ptr, size_t bytes) {
+  Lock lock(S().mu);
+  if (const char* from = Shadow(device_ptr, bytes, "fake::Download")) std::memcpy(host, from, bytes);
+}
+
+cudaStream_t NewStream(int device, bool blocking) {
+  Lock lock(S().mu);
+  auto owned = std::make_unique<CUstream_st>();
+  owned->device = device;
+  owned->blocking = blocking;
+  cudaStream_t s = owned.get();
+  S().streams.push_back(s);
+  S().owned_streams.push_back(std::move(owned));
+  return s;
+}
+
+void HoldStream(cudaStream_t s) {
+  Lock lock(S().mu);
+  CUstream_st* st = Resolve(s);
+  st->held = true;
+  Enqueue(st, [st] { return !st->held; });
+}
+
+void ReleaseStream(cudaStream_t s) {
+  Lock lock(S().mu);
+  Resolve(s)->held = false;
+  S().cv.notify_all();
+}
+
+void FillAsync(void* device_ptr, uint8_t value, size_t bytes, cudaStream_t s) {
+  Lock lock(S().mu);
+  Enqueue(Resolve(s), [=] {
+    if (char* to = Shadow(device_ptr, bytes, "fake::FillAsync")) std::memset(to, value, bytes);
+    return true;
+  });
+}
+
+bool WaitIdle(cudaStream_t s, double seconds) {
+  Lock lock(S().mu);
+  CUstream_st* st = Resolve(s);
+  return WaitFor(lock, seconds, [st] { return st->q.empty(); });
+}
+
+bool Synchronize(double seconds) {
+  Lock lock(S().mu);
+  return WaitFor(lock, seconds, [] {
+    for (CUstream_st* s : S().streams)
+      if (!s->q.empty()) return false;
+    return true;
+  });
+}
+
+void BeginCapture(cudaStream_t s) {
+  Lock lock(S().mu);
+  Resolve(s)->capturing = true;
+}
+
+void EndCapture(cudaStream_t s) {
+  Lock lock(S().mu);
+  CUstream_st* origin = Resolve(s);
+  for (CUstream_st* o : S().streams) {
+    if (o == origin || o->capture_origin == origin) {
+      o->capturing = false;
+      o->capture_origin = nullptr;
+    }
+  }
+}
+
+bool HasContext(int device) {
+  Lock lock(S().mu);
+  return S().contexts[static_cast<size_t>(device)];
+}
+
+void SetAgentMemoryLimit(int device, size_t bytes) {
+  Lock lock(S().mu);
+  S().limit[static_cast<size_t>(device)] = bytes;
 }
 
 void SetHangingRank(int r) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   S().hang_rank = r;
 }
 
 void SetAsyncError(bool on) {
-  std::lock_guard<std::recursive_mutex> lock(S().mu);
+  Lock lock(S().mu);
   S().async_error = on;
+}
+
+void HoldAbortedKernels(bool on) {
+  Lock lock(S().mu);
+  S().hold_aborted = on;
+  S().cv.notify_all();
+}
+
+std::vector<std::string> Violations() {
+  Lock lock(S().mu);
+  return S().violations;
 }
 
 const internal::GpuApi& Api() {

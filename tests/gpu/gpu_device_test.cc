@@ -211,11 +211,11 @@ TEST(GpuDevice, ATimeoutAbortsCleanlyAndReformWorks) {
     CommunicationOptions o;
     o.implementation = impl;
     o.timeout_seconds = 1;
-    // The caller's stream is released 1.5 s in, after the deadline. CUDA
-    // cannot take back work already queued on a stream, and aborting NCCL
-    // waits for the device: the call may end only once the work queued
-    // behind the caller's stream has drained (seen on an H200). Held forever,
-    // it would wait forever, on the caller's own stream.
+    // The caller's stream is released 1.5 s in, after the deadline. The
+    // agent queues nothing before the caller's work is done (CUDA cannot take
+    // back queued work, and aborting NCCL waits for the device: an older
+    // agent's call ended only once the caller's stream drained, seen on an
+    // H200), so the call ends at its deadline, having started nothing.
     const auto start = std::chrono::steady_clock::now();
     std::thread releaser([] {
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -227,6 +227,7 @@ TEST(GpuDevice, ATimeoutAbortsCleanlyAndReformWorks) {
     std::printf("%s: DeadlineExceeded after %.2f s (timeout 1 s, caller's stream released at 1.5 s)\n",
                 std::string(ImplementationName(impl)).c_str(), took);
     EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << ImplementationName(impl) << ": " << s.ToString();
+    EXPECT_NE(s.message().find("callers' streams did not finish"), std::string::npos) << s.message();
     EXPECT_GE(took, 1.0);
     EXPECT_LT(took, 4.0);
     EXPECT_FALSE(comm->health().ok());

@@ -1,18 +1,25 @@
 // Communicators on GPU memory with the fake CUDA/NCCL table (no GPU
 // needed): AUTO/NCCL/RING dispatch, NCCL formation through the control plane
-// (ranks = members x local GPUs), packing on the device, host staging,
-// refusals, the GPU-count check, timeouts and aborts that abort NCCL, and a
-// group that forms NCCL again after Reform().
+// (ranks = members x local GPUs), packing into the fusion buffer, out of
+// place, host staging, refusals (overlaps, captures, streams of another GPU),
+// the GPU-count check, timeouts and aborts that abort NCCL, failed calls that
+// leave nothing queued on the callers' buffers, no context on an unused GPU,
+// and a group that forms NCCL again after Reform().
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include "collectives/kernels.h"
 #include "fake_gpu.h"
+#include "gpu/nccl_plan.h"
 #include "group_util.h"
+#include "ringmaster/ringmaster.h"
 
 namespace ringmaster {
 namespace {
@@ -27,11 +34,19 @@ constexpr DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataT
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                                 ReduceOp::kProduct};
 
-void Put(DataType dt, void* p, size_t i, double v) {
-  internal::StoreElement(dt, p, i, v);
+// The fake's device memory is not host memory: values go up and come down.
+void SetValues(const Tensor& t, const std::function<double(size_t)>& value) {
+  std::vector<char> h(t.bytes());
+  for (size_t i = 0; i < static_cast<size_t>(t.count); ++i)
+    internal::StoreElement(t.dtype, h.data(), i, value(i));
+  fake::Upload(t.data, h.data(), h.size());
 }
-double Get(DataType dt, const void* p, size_t i) {
-  return internal::LoadElement(dt, p, i);
+std::vector<double> Values(const Tensor& t, const void* at = nullptr) {
+  std::vector<char> h(t.bytes());
+  fake::Download(h.data(), at ? at : t.data, h.size());
+  std::vector<double> out(static_cast<size_t>(t.count));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = internal::LoadElement(t.dtype, h.data(), i);
+  return out;
 }
 
 bool IsInt(DataType dt) {
@@ -71,7 +86,11 @@ double Expected(ReduceOp op, DataType dt, int ranks, size_t i) {
 class FakeGpu : public ::testing::Test {
  protected:
   void SetUp() override { fake::Install(2); }
-  void TearDown() override { fake::Uninstall(); }
+  void TearDown() override {
+    // No queued work touched memory that was not live device memory.
+    for (const auto& v : fake::Violations()) ADD_FAILURE() << v;
+    fake::Uninstall();
+  }
 };
 
 Tensor DeviceTensor(int device, int64_t count, DataType dt, MemoryKind kind = MemoryKind::kDevice) {
@@ -85,12 +104,13 @@ TEST_F(FakeGpu, OneMemberEveryDtypeAndOpThroughNccl) {
   for (DataType dt : kAllTypes) {
     for (ReduceOp op : kAllOps) {
       Tensor t = DeviceTensor(0, 37, dt);
-      for (size_t i = 0; i < 37; ++i) Put(dt, t.data, i, Value(0, i));
+      SetValues(t, [](size_t i) { return Value(0, i); });
       CommunicationOptions o;
       o.implementation = Implementation::kNccl;
       Status s = (*comm)->AllReduce({&t, 1}, op, o);
       ASSERT_TRUE(s.ok()) << DataTypeName(dt) << " " << ReduceOpName(op) << ": " << s.ToString();
-      for (size_t i = 0; i < 37; ++i) ASSERT_EQ(Get(dt, t.data, i), Value(0, i));
+      auto got = Values(t);
+      for (size_t i = 0; i < 37; ++i) ASSERT_EQ(got[i], Value(0, i));
     }
   }
   auto st = fake::GetStats();
@@ -147,23 +167,22 @@ TEST_F(FakeGpu, ManyTensorsInManyPacksAreGroupedAndUnpacked) {
   for (int i = 0; i < 300; ++i) {
     DataType dt = kAllTypes[i % 6];
     Tensor t = DeviceTensor(0, 1 + (i * 7) % 50, dt);
-    for (int64_t j = 0; j < t.count; ++j)
-      Put(dt, t.data, static_cast<size_t>(j), Value(0, static_cast<size_t>(j + i)));
+    SetValues(t, [i](size_t j) { return Value(0, j + static_cast<size_t>(i)); });
     ts.push_back(t);
   }
   CommunicationOptions o;
   o.bytes_per_pack = 256;
   ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMax, o).ok());
   for (int i = 0; i < 300; ++i) {
-    for (int64_t j = 0; j < ts[i].count; ++j) {
-      ASSERT_EQ(Get(ts[i].dtype, ts[i].data, static_cast<size_t>(j)), Value(0, static_cast<size_t>(j + i)))
-          << "tensor " << i << " element " << j;
-    }
+    auto got = Values(ts[i]);
+    for (size_t j = 0; j < got.size(); ++j)
+      ASSERT_EQ(got[j], Value(0, j + static_cast<size_t>(i))) << "tensor " << i << " element " << j;
   }
   auto st = fake::GetStats();
-  EXPECT_GT(st.allreduces, 6);                            // several packs ...
-  EXPECT_EQ(st.group_starts, 1);                          // ... in one NCCL group
+  EXPECT_GT(st.allreduces, 6);  // several packs, one NCCL group each
+  EXPECT_EQ(st.group_starts, st.allreduces);
   EXPECT_GE(st.d2d_copies, 2 * 300 - 2 * st.allreduces);  // packed and unpacked (lone tensors in place)
+  EXPECT_EQ(st.device_allocs, 1);                         // the fusion buffer, nothing per pack
 }
 
 TEST_F(FakeGpu, RingHintStagesThroughPinnedHostBuffers) {
@@ -172,15 +191,14 @@ TEST_F(FakeGpu, RingHintStagesThroughPinnedHostBuffers) {
   ASSERT_TRUE(comm.ok());
   Tensor ts[3] = {DeviceTensor(0, 100, DataType::kFloat32), DeviceTensor(0, 5, DataType::kInt64),
                   DeviceTensor(0, 33, DataType::kFloat32)};
-  for (auto& t : ts)
-    for (int64_t j = 0; j < t.count; ++j)
-      Put(t.dtype, t.data, static_cast<size_t>(j), Value(0, static_cast<size_t>(j)));
+  for (auto& t : ts) SetValues(t, [](size_t j) { return Value(0, j); });
   CommunicationOptions o;
   o.implementation = Implementation::kRing;
   ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMean, o).ok());
-  for (auto& t : ts)
-    for (int64_t j = 0; j < t.count; ++j)
-      ASSERT_EQ(Get(t.dtype, t.data, static_cast<size_t>(j)), Value(0, static_cast<size_t>(j)));
+  for (auto& t : ts) {
+    auto got = Values(t);
+    for (size_t j = 0; j < got.size(); ++j) ASSERT_EQ(got[j], Value(0, j));
+  }
   auto st = fake::GetStats();
   EXPECT_EQ(st.allreduces, 0);
   EXPECT_EQ(st.comm_inits, 0);
@@ -202,8 +220,7 @@ void RunGroup(int n, int g, Implementation impl, ReduceOp op, DataType dt, int t
     for (int k = 0; k < tensors; ++k) {
       for (int d = 0; d < g; ++d) {
         Tensor t = DeviceTensor(d, 11 + 5 * k, dt);
-        for (int64_t j = 0; j < t.count; ++j)
-          Put(dt, t.data, static_cast<size_t>(j), Value(m * g + d, static_cast<size_t>(j)));
+        SetValues(t, [&](size_t j) { return Value(m * g + d, j); });
         ts[m].push_back(t);
       }
     }
@@ -216,10 +233,9 @@ void RunGroup(int n, int g, Implementation impl, ReduceOp op, DataType dt, int t
   for (int m = 0; m < n; ++m) {
     ASSERT_TRUE(st[m].ok()) << "member " << m << ": " << st[m].ToString();
     for (const Tensor& t : ts[m]) {
-      for (int64_t j = 0; j < t.count; ++j) {
-        ASSERT_EQ(Get(dt, t.data, static_cast<size_t>(j)), Expected(op, dt, n * g, static_cast<size_t>(j)))
-            << "member " << m << " element " << j;
-      }
+      auto got = Values(t);
+      for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], Expected(op, dt, n * g, j)) << "member " << m << " element " << j;
     }
   }
 }
@@ -295,12 +311,11 @@ TEST_F(FakeGpu, ATimeoutAbortsNcclOnEveryMemberAndReformWorks) {
   fake::SetHangingRank(-1);
   OnAll(2, [&](int m) { st[m] = group[m]->Reform(); });
   ASSERT_TRUE(st[0].ok() && st[1].ok()) << st[0].ToString() << " / " << st[1].ToString();
-  for (int m = 0; m < 2; ++m)
-    for (int j = 0; j < 8; ++j) Put(DataType::kFloat32, ts[m].data, static_cast<size_t>(j), m + 1);
+  for (int m = 0; m < 2; ++m) SetValues(ts[m], [m](size_t) { return m + 1; });
   OnAll(2, [&](int m) { st[m] = group[m]->AllReduce({&ts[m], 1}, ReduceOp::kSum, o); });
   for (int m = 0; m < 2; ++m) {
     ASSERT_TRUE(st[m].ok()) << st[m].ToString();
-    EXPECT_EQ(Get(DataType::kFloat32, ts[m].data, 3), 3.0);
+    EXPECT_EQ(Values(ts[m])[3], 3.0);
   }
   EXPECT_EQ(fake::GetStats().comm_inits, 4);  // formed twice
   EXPECT_EQ(fake::GetStats().unique_ids, 2);
@@ -333,6 +348,319 @@ TEST_F(FakeGpu, AMemberAbortingStopsNcclWithoutATimeout) {
   EXPECT_NE(st[0].message().find("drill"), std::string::npos) << st[0].message();
   EXPECT_EQ(st[1].code(), StatusCode::kAborted) << st[1].ToString();
   EXPECT_GE(fake::GetStats().comm_aborts, 2);
+}
+
+// ---------------------------------------------------------------- the device path's rules
+
+// Forms the group and its NCCL communicator with one good call.
+Group FormedOverNccl(int n) {
+  Group group = FormGroup(LocalSettings(n));
+  std::vector<Tensor> warm(n);
+  for (int m = 0; m < n; ++m) warm[m] = DeviceTensor(0, 4, DataType::kFloat32);
+  std::vector<Status> st(n);
+  OnAll(n, [&](int m) { st[m] = group[m]->AllReduce({&warm[m], 1}, ReduceOp::kSum); });
+  for (int m = 0; m < n; ++m) EXPECT_TRUE(st[m].ok()) << st[m].ToString();
+  return group;
+}
+
+TEST_F(FakeGpu, AFailedCallLeavesNothingQueuedOnTheCallersBuffers) {
+  Group group = FormedOverNccl(2);
+  // Three tensors each, so they are packed: the copies back out are queued
+  // behind the all-reduce, on the agent's stream.
+  std::vector<std::vector<Tensor>> ts(2);
+  std::vector<cudaStream_t> caller(2);
+  for (int m = 0; m < 2; ++m) {
+    caller[m] = fake::NewStream(0);
+    for (int k = 0; k < 3; ++k) {
+      ts[m].push_back(DeviceTensor(0, 16, DataType::kFloat32));
+      ts[m].back().stream = caller[m];
+    }
+  }
+  // NCCL rank 1 never takes part; rank 0's aborted kernel ends only when
+  // the test says so (a kernel slow to see the abort).
+  fake::SetHangingRank(1);
+  fake::HoldAbortedKernels(true);
+  CommunicationOptions o;
+  o.timeout_seconds = 1;
+  std::vector<Status> st(2);
+  OnAll(2, [&](int m) { st[m] = group[m]->AllReduce(ts[m], ReduceOp::kSum, o); });
+  ASSERT_EQ(st[0].code(), StatusCode::kDeadlineExceeded) << st[0].ToString();
+  // The call has completed: the framework reuses the memory for its next
+  // kernel, in its stream's order.
+  for (const Tensor& t : ts[0]) fake::FillAsync(t.data, 0xAB, t.bytes(), caller[0]);
+  (void)fake::WaitIdle(caller[0], 0.5);
+  fake::HoldAbortedKernels(false);
+  ASSERT_TRUE(fake::Synchronize());
+  for (size_t k = 0; k < ts[0].size(); ++k) {
+    std::vector<unsigned char> got(ts[0][k].bytes());
+    fake::Download(got.data(), ts[0][k].data, got.size());
+    for (size_t b = 0; b < got.size(); ++b)
+      ASSERT_EQ(got[b], 0xAB) << "tensors[" << k << "] byte " << b << " was written after the call completed";
+  }
+  fake::SetHangingRank(-1);
+}
+
+TEST_F(FakeGpu, AnAbortIsBoundedWhenTheCallersStreamNeverProgresses) {
+  Group group = FormedOverNccl(2);
+  cudaStream_t stuck = fake::NewStream(0);
+  fake::HoldStream(stuck);  // the caller's earlier work never finishes
+  std::vector<Tensor> ts = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(0, 8, DataType::kFloat32)};
+  ts[0].stream = stuck;
+  // Member 0 times out first; member 1 (in NCCL, waiting for it) is then
+  // stopped by the group's abort.
+  CommunicationOptions o[2];
+  o[0].timeout_seconds = 1;
+  o[1].timeout_seconds = 20;
+  std::vector<Status> st(2);
+  auto done = std::async(std::launch::async, [&] {
+    OnAll(2, [&](int m) { st[m] = group[m]->AllReduce({&ts[m], 1}, ReduceOp::kSum, o[m]); });
+    group.clear();  // destroying the communicators must not hang either
+  });
+  const bool bounded = done.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  fake::ReleaseStream(stuck);  // so that a hung abort (the failure) can end
+  done.wait();
+  ASSERT_TRUE(bounded) << "the all-reduce or the communicators' end hung behind the caller's stream";
+  EXPECT_EQ(st[0].code(), StatusCode::kDeadlineExceeded) << st[0].ToString();
+  EXPECT_NE(st[0].message().find("callers' streams did not finish"), std::string::npos) << st[0].message();
+  EXPECT_TRUE(st[1].code() == StatusCode::kDeadlineExceeded || st[1].code() == StatusCode::kAborted ||
+              st[1].code() == StatusCode::kUnavailable)
+      << st[1].ToString();
+}
+
+TEST_F(FakeGpu, NoContextOnAGpuTheProcessDoesNotUse) {
+  // The framework's thread works on GPU 1 (it made a context there).
+  ASSERT_EQ(fake::Api().cuda.SetDevice(1), cudaSuccess);
+  {
+    auto comm = Communicator::Create(LocalSettings(1)[0]);
+    ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+    Tensor t = DeviceTensor(1, 64, DataType::kFloat32);
+    Tensor packed[2] = {DeviceTensor(1, 8, DataType::kFloat32), DeviceTensor(1, 8, DataType::kFloat32)};
+    for (Implementation impl : {Implementation::kNccl, Implementation::kRing}) {
+      CommunicationOptions o;
+      o.implementation = impl;
+      EXPECT_TRUE((*comm)->AllReduce({&t, 1}, ReduceOp::kSum, o).ok());
+      // Async: run by the executor's own thread.
+      EXPECT_TRUE((*comm)->AllReduceAsync(packed, ReduceOp::kSum, o).Wait().ok());
+    }
+  }
+  EXPECT_FALSE(fake::HasContext(0)) << "a context was made on GPU 0, which the process does not use";
+  int device = -1;
+  ASSERT_EQ(fake::Api().cuda.GetDevice(&device), cudaSuccess);
+  EXPECT_EQ(device, 1) << "the caller's current device was not restored";
+}
+
+TEST_F(FakeGpu, ACallOnACapturingStreamIsRefused) {
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  cudaStream_t s = fake::NewStream(0);
+  Tensor ts[2] = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(0, 8, DataType::kFloat32)};
+  ts[1].stream = s;
+  fake::BeginCapture(s);
+  Status st = (*comm)->AllReduce(ts, ReduceOp::kSum);
+  fake::EndCapture(s);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("tensors[1]: its stream is capturing a CUDA graph"), std::string::npos)
+      << st.message();
+  // The group is fine, and the same call outside the capture runs.
+  SetValues(ts[1], [](size_t) { return 3; });
+  ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
+  EXPECT_EQ(Values(ts[1])[7], 3);
+}
+
+TEST_F(FakeGpu, AStreamOfAnotherGpuIsRefusedNamingTheTensor) {
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  // One replica per GPU, but both with a stream of GPU 0 (the C API's one
+  // stream for a call).
+  cudaStream_t s0 = fake::NewStream(0);
+  Tensor ts[2] = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(1, 8, DataType::kFloat32)};
+  ts[0].stream = ts[1].stream = s0;
+  Status st = (*comm)->AllReduce(ts, ReduceOp::kSum);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("tensors[1] is on GPU 1 but its stream is not a stream of that GPU"),
+            std::string::npos)
+      << st.message();
+  // One call per GPU (TensorFlow's per-replica kernels) is refused saying so.
+  ASSERT_TRUE((*comm)->AllReduce({&ts[0], 1}, ReduceOp::kSum).ok());
+  st = (*comm)->AllReduce({&ts[1], 1}, ReduceOp::kSum);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("run one worker per GPU"), std::string::npos) << st.message();
+}
+
+TEST_F(FakeGpu, OverlappingTensorsAreRefusedNamingBoth) {
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  char* buf = static_cast<char*>(fake::DeviceAlloc(0, 256));
+  Tensor a{buf, 16, DataType::kFloat32, MemoryKind::kDevice};
+  Tensor b{buf + 32, 16, DataType::kFloat32, MemoryKind::kDevice};
+  Tensor both[2] = {a, b};
+  Status st = (*comm)->AllReduce(both, ReduceOp::kSum);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("tensors[1] overlaps tensors[0]"), std::string::npos) << st.message();
+  // An output where another tensor's input is.
+  Tensor c{buf + 128, 16, DataType::kFloat32, MemoryKind::kDevice};
+  c.source = buf;
+  Tensor d{buf + 8, 4, DataType::kFloat32, MemoryKind::kDevice};
+  Tensor cd[2] = {c, d};
+  st = (*comm)->AllReduce(cd, ReduceOp::kSum);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("tensors[1] overlaps tensors[0].source"), std::string::npos) << st.message();
+  EXPECT_TRUE((*comm)->health().ok());
+}
+
+// Out of place: the inputs are read where they lie (TensorFlow's immutable
+// tensors), lone and packed, through NCCL and staged.
+TEST_F(FakeGpu, OutOfPlaceReadsTheSourceAndLeavesItUntouched) {
+  const int n = 2;
+  Group group = FormGroup(LocalSettings(n));
+  for (Implementation impl : {Implementation::kNccl, Implementation::kRing}) {
+    std::vector<std::vector<Tensor>> ts(n);
+    for (int m = 0; m < n; ++m) {
+      for (int64_t count : {int64_t{5}, int64_t{7}, (internal::kDeviceAloneBytes / 4) + 3}) {
+        Tensor in = DeviceTensor(0, count, DataType::kFloat32);
+        SetValues(in, [m](size_t j) { return Value(m, j); });
+        Tensor out = DeviceTensor(0, count, DataType::kFloat32);
+        out.source = in.data;
+        ts[m].push_back(out);
+      }
+    }
+    CommunicationOptions o;
+    o.implementation = impl;
+    std::vector<Status> st(n);
+    OnAll(n, [&](int m) { st[m] = group[m]->AllReduce(ts[m], ReduceOp::kSum, o); });
+    for (int m = 0; m < n; ++m) {
+      ASSERT_TRUE(st[m].ok()) << ImplementationName(impl) << ": " << st[m].ToString();
+      for (const Tensor& t : ts[m]) {
+        auto got = Values(t);
+        auto in = Values(t, t.source);
+        for (size_t j = 0; j < got.size(); j += 97) {
+          ASSERT_EQ(got[j], Expected(ReduceOp::kSum, DataType::kFloat32, n, j)) << ImplementationName(impl);
+          ASSERT_EQ(in[j], Value(m, j)) << "the source was written";
+        }
+      }
+    }
+  }
+  // A source on another GPU than its data is refused.
+  auto one = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(one.ok());
+  Tensor t = DeviceTensor(0, 4, DataType::kFloat32);
+  t.source = fake::DeviceAlloc(1, 16);
+  Status s = (*one)->AllReduce({&t, 1}, ReduceOp::kSum);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("tensors[0].source is not memory of GPU 0"), std::string::npos) << s.message();
+}
+
+TEST_F(FakeGpu, TheFusionBufferIsTakenOnceAndBoundsTheDeviceMemory) {
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  // 30 tensors of 3 MiB (each under the alone threshold) with a pack size
+  // of 1 GiB: TF's rule alone would pack all 90 MiB together.
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 30; ++i) {
+    ts.push_back(DeviceTensor(0, (3 << 20) / 4, DataType::kFloat32));
+    SetValues(ts.back(), [i](size_t j) { return Value(i, j % 64); });
+  }
+  CommunicationOptions o;
+  o.bytes_per_pack = int64_t{1} << 30;
+  for (int call = 0; call < 3; ++call) ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMax, o).ok());
+  for (int i = 0; i < 30; i += 7) {
+    auto got = Values(ts[i]);
+    for (size_t j = 0; j < got.size(); j += 4099) ASSERT_EQ(got[j], Value(i, j % 64)) << "tensor " << i;
+  }
+  auto st = fake::GetStats();
+  EXPECT_EQ(st.device_allocs, 1);
+  EXPECT_EQ(st.peak_agent_bytes, internal::kDeviceFusionBytes);
+  EXPECT_GE(st.allreduces, 3 * 2);  // several packs per call
+}
+
+TEST_F(FakeGpu, AFusionBufferThatCannotBeHadIsResourceExhaustedOnEveryMember) {
+  Group group = FormGroup(LocalSettings(2));
+  fake::SetAgentMemoryLimit(0, 1 << 20);  // the framework took the rest
+  std::vector<Tensor> ts = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(0, 8, DataType::kFloat32)};
+  std::vector<Status> st(2);
+  OnAll(2, [&](int m) { st[m] = group[m]->AllReduce({&ts[m], 1}, ReduceOp::kSum); });
+  for (int m = 0; m < 2; ++m) {
+    EXPECT_EQ(st[m].code(), StatusCode::kResourceExhausted) << "member " << m << ": " << st[m].ToString();
+    EXPECT_NE(st[m].message().find("could not be allocated on /job:chief/task:0"), std::string::npos)
+        << st[m].message();
+    EXPECT_NE(st[m].message().find("set_memory_growth"), std::string::npos) << st[m].message();
+    EXPECT_TRUE(group[m]->health().ok()) << "the group was aborted: " << group[m]->health().ToString();
+  }
+  // Once there is room, the next call forms again and runs.
+  fake::SetAgentMemoryLimit(0, SIZE_MAX);
+  for (int m = 0; m < 2; ++m) SetValues(ts[m], [m](size_t) { return m + 1; });
+  OnAll(2, [&](int m) { st[m] = group[m]->AllReduce({&ts[m], 1}, ReduceOp::kSum); });
+  for (int m = 0; m < 2; ++m) {
+    ASSERT_TRUE(st[m].ok()) << st[m].ToString();
+    EXPECT_EQ(Values(ts[m])[5], 3.0);
+  }
+}
+
+TEST_F(FakeGpu, HostCollectivesDoNotQueueBehindAGpuCall) {
+  const int n = 2;
+  Group group = FormedOverNccl(n);
+  // Member 0's GPU call waits for its caller's stream, which is held.
+  cudaStream_t held = fake::NewStream(0);
+  fake::HoldStream(held);
+  std::vector<Tensor> dev = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(0, 8, DataType::kFloat32)};
+  dev[0].stream = held;
+  CommunicationOptions o;
+  o.timeout_seconds = 10;
+  std::atomic<bool> gpu_done{false};
+  std::vector<Status> gpu(n);
+  std::vector<CollectiveHandle> handles;
+  for (int m = 0; m < n; ++m) handles.push_back(group[m]->AllReduceAsync({&dev[m], 1}, ReduceOp::kSum, o));
+  std::thread waiter([&] {
+    for (int m = 0; m < n; ++m) gpu[m] = handles[m].Wait();
+    gpu_done = true;
+  });
+  // Host all-reduces on every data slot, while the GPU call is waiting.
+  std::vector<std::vector<float>> host(n, std::vector<float>(64, 1.f));
+  std::vector<Status> st(n);
+  bool before = true;
+  for (int k = 0; k < 4; ++k) {
+    OnAll(n, [&](int m) {
+      Tensor t{host[m].data(), 64, DataType::kFloat32};
+      st[m] = group[m]->AllReduce({&t, 1}, ReduceOp::kSum);
+    });
+    for (int m = 0; m < n; ++m) ASSERT_TRUE(st[m].ok()) << st[m].ToString();
+    before = before && !gpu_done;
+  }
+  fake::ReleaseStream(held);
+  waiter.join();
+  EXPECT_TRUE(before) << "a host collective waited for the GPU call to end";
+  for (int m = 0; m < n; ++m) EXPECT_TRUE(gpu[m].ok()) << gpu[m].ToString();
+  EXPECT_EQ(host[0][0], 16.f);  // four sums of two members
+}
+
+// The C API a framework's GPU kernel calls (TensorFlow's): out of place
+// from its inputs, on its stream, and in place where the output is the input.
+TEST_F(FakeGpu, TheCApiTakesSourcesOnTheCallersStream) {
+  auto port = internal::FreeLocalPorts(1);
+  ASSERT_EQ(port.size(), 1u);
+  ::setenv("TF_CONFIG",
+           ("{\"cluster\":{\"worker\":[\"127.0.0.1:" + std::to_string(port[0]) +
+            "\"]},\"task\":{\"type\":\"worker\",\"index\":0}}")
+               .c_str(),
+           1);
+  rm_communicator* c = nullptr;
+  ASSERT_EQ(rm_communicator_create_from_env(&c), RM_OK) << rm_last_error();
+  ::unsetenv("TF_CONFIG");
+  cudaStream_t s = fake::NewStream(0);
+  Tensor in = DeviceTensor(0, 64, DataType::kFloat32), out = DeviceTensor(0, 64, DataType::kFloat32);
+  Tensor same = DeviceTensor(0, 8, DataType::kFloat32);
+  SetValues(in, [](size_t j) { return double(j); });
+  SetValues(same, [](size_t) { return 2; });
+  rm_tensor ts[2] = {{out.data, 64, RM_FLOAT32}, {same.data, 8, RM_FLOAT32}};
+  const void* sources[2] = {in.data, nullptr};
+  rm_handle* h = nullptr;
+  ASSERT_EQ(rm_allreduce_async_on_stream_from(c, sources, ts, 2, RM_SUM, nullptr, s, &h), RM_OK)
+      << rm_last_error();
+  ASSERT_EQ(rm_handle_wait(h), RM_OK) << rm_last_error();
+  EXPECT_EQ(Values(out)[63], 63.0);
+  EXPECT_EQ(Values(same)[7], 2.0);
+  EXPECT_EQ(fake::GetStats().d2d_copies, 2 + 2);  // the two packed in and out; nothing of the caller's
+  rm_communicator_destroy(c);
 }
 
 }  // namespace

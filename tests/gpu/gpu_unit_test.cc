@@ -3,6 +3,7 @@
 // and the wait/abort state machine against the fake CUDA/NCCL table.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -94,14 +95,14 @@ TEST(DevicePacks, OffsetsAreAlignedAndCountCoversTheLastTensor) {
   EXPECT_EQ(h.items[1].offset, 16u);
   EXPECT_EQ(h.bytes, 20u);
   EXPECT_EQ(h.count, 10u);
-  EXPECT_FALSE(h.in_place());
+  EXPECT_FALSE(h.lone());
 }
 
-TEST(DevicePacks, ATensorAloneIsReducedInPlaceWithItsExactCount) {
+TEST(DevicePacks, ATensorAloneIsReducedWhereItLiesWithItsExactCount) {
   std::vector<Tensor> ts = {T(1001, DataType::kFloat64)};
   auto packs = PlanDevicePacks(ts, 0);
   ASSERT_EQ(packs.size(), 1u);
-  EXPECT_TRUE(packs[0].in_place());
+  EXPECT_TRUE(packs[0].lone());
   EXPECT_EQ(packs[0].count, 1001u);
   EXPECT_EQ(packs[0].bytes, 8008u);
 }
@@ -113,10 +114,82 @@ TEST(DevicePacks, FollowsTfGroupBySize) {
   ASSERT_EQ(packs.size(), 3u);
   EXPECT_EQ(packs[0].items.size(), 3u);  // 120 bytes > 100
   EXPECT_EQ(packs[1].items.size(), 1u);  // 120 bytes alone
-  EXPECT_TRUE(packs[1].in_place());
+  EXPECT_TRUE(packs[1].lone());
   EXPECT_EQ(packs[2].items.size(), 2u);
   // 0: the agent's device pack size, one pack for small calls.
   EXPECT_EQ(PlanDevicePacks(ts, 0).size(), 1u);
+}
+
+TEST(DevicePacks, LargeTensorsGoAloneAndTheSmallOnesAroundThemStillPack) {
+  const int64_t big = kDeviceAloneBytes / 4;  // float32 elements of kDeviceAloneBytes
+  std::vector<Tensor> ts = {T(3), T(big), T(5), T(7), T(big - 1)};
+  auto packs = PlanDevicePacks(ts, 0);
+  ASSERT_EQ(packs.size(), 3u);
+  EXPECT_EQ(packs[0].items.size(), 1u);  // T(3), closed by the large one after it
+  EXPECT_EQ(packs[1].items.size(), 1u);
+  EXPECT_EQ(packs[1].items[0].tensor, 1u);
+  EXPECT_TRUE(packs[1].lone());
+  ASSERT_EQ(packs[2].items.size(), 3u);  // 5, 7 and one just under the threshold
+  EXPECT_EQ(packs[2].items[2].tensor, 4u);
+}
+
+TEST(DevicePacks, NoPackOutgrowsTheFusionBufferWhateverBytesPerPackSays) {
+  // 3 MiB tensors (under the alone threshold) with bytes_per_pack of 1 GiB:
+  // TF's rule alone would make one 90 MiB pack.
+  std::vector<Tensor> ts(30, T((3 << 20) / 4));
+  auto packs = PlanDevicePacks(ts, int64_t{1} << 30);
+  ASSERT_GT(packs.size(), 1u);
+  size_t items = 0;
+  for (const auto& p : packs) {
+    EXPECT_LE(p.bytes, kDeviceFusionBytes);
+    items += p.items.size();
+  }
+  EXPECT_EQ(items, 30u);
+  EXPECT_EQ(packs[0].items.size(), kDeviceFusionBytes / (3 << 20));  // filled to the brim
+  // Tiny tensors: the gaps count too (one element each, 16 bytes apiece).
+  std::vector<Tensor> tiny(kDeviceFusionBytes / 16 + 10, T(1));
+  for (const auto& p : PlanDevicePacks(tiny, int64_t{1} << 30)) EXPECT_LE(p.bytes, kDeviceFusionBytes);
+}
+
+Tensor At(char* base, size_t offset_floats, int64_t count, const char* source = nullptr) {
+  Tensor t{base + offset_floats * 4, count, DataType::kFloat32, MemoryKind::kDevice};
+  t.source = source;
+  return t;
+}
+
+TEST(DeviceOverlaps, OutputsMustNotShareMemoryAndNamesBoth) {
+  static char buf[1024];
+  std::vector<Tensor> ok = {At(buf, 0, 16), At(buf, 16, 16), At(buf, 32, 0)};
+  std::vector<size_t> all = {0, 1, 2};
+  EXPECT_TRUE(CheckDeviceOverlaps(ok, all).ok());
+  std::vector<Tensor> bad = {At(buf, 0, 16), At(buf, 64, 4), At(buf, 15, 2)};
+  std::vector<size_t> three = {0, 1, 2};
+  Status s = CheckDeviceOverlaps(bad, three);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensors[2] overlaps tensors[0]"), std::string::npos) << s.message();
+  // Only the indices asked about (one GPU's tensors) are looked at.
+  std::vector<size_t> two = {0, 1};
+  EXPECT_TRUE(CheckDeviceOverlaps(bad, two).ok());
+}
+
+TEST(DeviceOverlaps, InputsMayOverlapEachOtherButNotAnOutput) {
+  static char buf[1024];
+  const char* in = buf + 512;
+  // Two tensors read the same input: fine; in place (source == data): fine.
+  std::vector<Tensor> ok = {At(buf, 0, 8, in), At(buf, 8, 8, in), At(buf, 16, 8, buf + 64)};
+  std::vector<size_t> all = {0, 1, 2};
+  EXPECT_TRUE(CheckDeviceOverlaps(ok, all).ok());
+  // tensors[1] writes where tensors[0] reads.
+  std::vector<Tensor> bad = {At(buf, 0, 8, buf + 256), At(buf, 66, 8)};
+  std::vector<size_t> both = {0, 1};
+  Status s = CheckDeviceOverlaps(bad, both);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("tensors[1] overlaps tensors[0].source"), std::string::npos) << s.message();
+  // A tensor whose input and output partly overlap.
+  std::vector<Tensor> self = {At(buf, 0, 8, buf + 8)};
+  std::vector<size_t> one = {0};
+  s = CheckDeviceOverlaps(self, one);
+  EXPECT_NE(s.message().find("tensors[0].source overlaps tensors[0]"), std::string::npos) << s.message();
 }
 
 StatusOr<DeviceSplit> SplitWith(const std::vector<Tensor>& ts, const std::vector<int>& where) {
@@ -168,6 +241,83 @@ TEST(DeviceMembers, EveryWorkerMustDriveTheSameGpuCount) {
       << s.message();
 }
 
+// ---------------------------------------------------------------- the fake's rules
+
+// The fake must fail the way CUDA and NCCL do, or the backend's tests prove
+// nothing: each rule the backend relies on, checked against the table.
+TEST(FakeRules, DeviceMemoryIsQueuedWorkAndStreamsBelongToADevice) {
+  fake::Install(2);
+  const GpuApi& api = fake::Api();
+  void* d = fake::DeviceAlloc(0, 64);
+  const std::vector<char> ones(64, 1);
+  fake::Upload(d, ones.data(), 64);
+  // Queued is not done: a held stream runs nothing after the hold.
+  cudaStream_t s = fake::NewStream(0);
+  fake::HoldStream(s);
+  fake::FillAsync(d, 7, 64, s);
+  EXPECT_FALSE(fake::WaitIdle(s, 0.05));
+  std::vector<char> got(64);
+  fake::Download(got.data(), d, 64);
+  EXPECT_EQ(got, ones);
+  fake::ReleaseStream(s);
+  ASSERT_TRUE(fake::WaitIdle(s, 5));
+  fake::Download(got.data(), d, 64);
+  EXPECT_EQ(got[63], 7);
+  // An event of GPU 1 cannot be recorded on a stream of GPU 0.
+  ASSERT_EQ(api.cuda.SetDevice(1), cudaSuccess);
+  cudaEvent_t e1 = nullptr;
+  ASSERT_EQ(api.cuda.EventCreateWithFlags(&e1, cudaEventDisableTiming), cudaSuccess);
+  EXPECT_EQ(api.cuda.EventRecord(e1, s), cudaErrorInvalidResourceHandle);
+  EXPECT_TRUE(fake::HasContext(1));
+  EXPECT_FALSE(fake::HasContext(0));
+  // A capture swallows work: nothing queued on a capturing stream runs.
+  fake::BeginCapture(s);
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  ASSERT_EQ(api.cuda.StreamIsCapturing(s, &cs), cudaSuccess);
+  EXPECT_EQ(cs, cudaStreamCaptureStatusActive);
+  fake::FillAsync(d, 9, 64, s);
+  fake::EndCapture(s);
+  ASSERT_TRUE(fake::Synchronize(5));
+  fake::Download(got.data(), d, 64);
+  EXPECT_EQ(got[0], 7);
+  // A copy from host memory marked device memory is refused.
+  EXPECT_EQ(api.cuda.MemcpyAsync(d, ones.data(), 64, cudaMemcpyDeviceToDevice, s), cudaErrorInvalidValue);
+  EXPECT_TRUE(fake::Violations().empty());
+  fake::Uninstall();
+}
+
+TEST(FakeRules, NonBlockingNcclRefusesCallsUntilPolledAndAbortWaitsForTheStream) {
+  fake::Install(1);
+  const GpuApi& api = fake::Api();
+  ncclUniqueId id;
+  ASSERT_EQ(api.nccl.GetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t c = nullptr;
+  ASSERT_EQ(api.nccl.CommInitRankConfig(&c, 2, id, 0, &config), ncclInProgress);
+  void* d = fake::DeviceAlloc(0, 16);
+  cudaStream_t s = fake::NewStream(0);
+  EXPECT_EQ(api.nccl.AllReduce(d, d, 4, ncclFloat32, ncclSum, c, s), ncclInvalidUsage);  // not polled yet
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) ASSERT_EQ(api.nccl.CommGetAsyncError(c, &state), ncclSuccess);
+  float host[4] = {};
+  EXPECT_EQ(api.nccl.AllReduce(host, host, 4, ncclFloat32, ncclSum, c, s), ncclInvalidArgument);
+  // Behind a held stream the collective never starts, and the abort waits.
+  fake::HoldStream(s);
+  EXPECT_EQ(api.nccl.AllReduce(d, d, 4, ncclFloat32, ncclSum, c, s), ncclInProgress);
+  std::atomic<bool> aborted{false};
+  std::thread t([&] {
+    (void)api.nccl.CommAbort(c);
+    aborted = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(aborted);
+  fake::ReleaseStream(s);
+  t.join();
+  EXPECT_TRUE(aborted);
+  fake::Uninstall();
+}
+
 // ---------------------------------------------------------------- waiting
 
 class Waiting : public ::testing::Test {
@@ -211,8 +361,8 @@ TEST_F(Waiting, FormingWaitsThroughInProgress) {
 TEST_F(Waiting, DeadlineAbortsTheCommunicatorOnce) {
   ASSERT_TRUE(WaitOrAbort(*api_, Spec(true, 5)).ok());
   // Rank 1 of this two-rank communicator never comes: the all-reduce blocks.
-  float x = 1;
-  ASSERT_EQ(api_->nccl.AllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclSuccess);
+  void* x = fake::DeviceAlloc(0, 4);
+  ASSERT_EQ(api_->nccl.AllReduce(x, x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclInProgress);
   ASSERT_EQ(api_->cuda.EventRecord(event_[0], stream_), cudaSuccess);
   const auto start = std::chrono::steady_clock::now();
   Status s = WaitOrAbort(*api_, Spec(false, 0.3));
@@ -230,8 +380,8 @@ TEST_F(Waiting, DeadlineAbortsTheCommunicatorOnce) {
 
 TEST_F(Waiting, AGroupAbortStopsTheWaitWithItsCause) {
   ASSERT_TRUE(WaitOrAbort(*api_, Spec(true, 5)).ok());
-  float x = 1;
-  ASSERT_EQ(api_->nccl.AllReduce(&x, &x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclSuccess);
+  void* x = fake::DeviceAlloc(0, 4);
+  ASSERT_EQ(api_->nccl.AllReduce(x, x, 1, ncclFloat32, ncclSum, comm_[0], stream_), ncclInProgress);
   ASSERT_EQ(api_->cuda.EventRecord(event_[0], stream_), cudaSuccess);
   std::atomic<bool> dead{false};
   std::thread monitor([&] {

@@ -58,12 +58,13 @@ struct Tensor {
   // the legacy default stream). The agent waits for it through an event
   // recorded when the call is made; the call is complete when Wait() returns.
   void* stream = nullptr;
-  // AllReduce only, host memory: when set (and not `data`), the input is
-  // read from here and the result written to `data`, which need not hold
-  // anything yet (out of place). A framework whose inputs are immutable
-  // (TensorFlow) thus needs no copy of its own: the engine reads `source`
-  // into its pack buffer, or into `data`, on its own thread, overlapping
-  // with the packs already on the wire.
+  // AllReduce only: when set (and not `data`), the input is read from here
+  // and the result written to `data`, which need not hold anything yet (out
+  // of place). A framework whose inputs are immutable (TensorFlow) thus
+  // needs no copy of its own: the engine reads `source` into its pack
+  // buffer, or into `data`, on its own thread (host memory) or stream (GPU
+  // memory: `source` on the same GPU as `data`), overlapping with the packs
+  // already on the wire.
   const void* source = nullptr;
   size_t bytes() const { return static_cast<size_t>(count) * DataTypeSize(dtype); }
 };

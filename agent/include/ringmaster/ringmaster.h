@@ -20,6 +20,7 @@ typedef enum {
   RM_UNKNOWN = 2,
   RM_INVALID_ARGUMENT = 3,
   RM_DEADLINE_EXCEEDED = 4,
+  RM_RESOURCE_EXHAUSTED = 8,
   RM_FAILED_PRECONDITION = 9,
   RM_ABORTED = 10,
   RM_UNIMPLEMENTED = 12,
@@ -158,6 +159,13 @@ int rm_allreduce_async_from(rm_communicator* comm, const void* const* sources, c
  * handle completes sees them. Host memory is refused (InvalidArgument). */
 int rm_allreduce_async_on_stream(rm_communicator* comm, const rm_tensor* tensors, size_t n, rm_reduce_op op,
                                  const rm_options* options, void* stream, rm_handle** out);
+/* The same, out of place: tensor i's input is read from sources[i] (device
+ * memory on the same GPU, the same size; NULL, or a NULL `sources`, = in
+ * place), so a framework with immutable inputs needs no copy of its own: a
+ * large tensor is reduced from its input straight into its output. */
+int rm_allreduce_async_on_stream_from(rm_communicator* comm, const void* const* sources,
+                                      const rm_tensor* tensors, size_t n, rm_reduce_op op,
+                                      const rm_options* options, void* stream, rm_handle** out);
 int rm_handle_wait(rm_handle* handle);
 /* Non-zero once every pack of the handle's call is done (rm_handle_wait
  * then returns at once). */

@@ -37,6 +37,10 @@ struct Op {
   std::string what;  // "all-reduce pack 0 of 3" (empty: the call's)
   std::function<Status(Transport&)> run;
   int slot = -1;  // >= 0: always this executor slot (GPU calls: one order for NCCL)
+  // Asked after `run` failed: whether every member failed this op alike and
+  // knows it (what it exchanged says so), so that the call fails but the
+  // group stays formed (a GPU fusion buffer some member cannot allocate).
+  std::function<bool()> failed_alike;
   // Set by the executor. `seq` numbers the executor's collectives (the
   // flight recorder's key); `wire_seq` is what the transport checks: the same
   // as `seq`, or, for a process set, the set's own count (every member of the

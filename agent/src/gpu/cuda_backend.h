@@ -21,6 +21,10 @@
 
 namespace ringmaster::internal::gpu {
 
+// How long a failed call waits for the work it queued to drain (after NCCL
+// is aborted, ours is only copies and NCCL's own kernels).
+inline constexpr double kDrainSeconds = 5.0;
+
 // "{0,1}"
 inline std::string DeviceList(const std::vector<int>& d) {
   std::string s;
@@ -31,18 +35,35 @@ inline std::string DeviceList(const std::vector<int>& d) {
   return "{" + s + "}";
 }
 
-// Restores the calling thread's current device on scope exit.
+// Sets the calling thread's device and puts back, on scope exit, what the
+// thread had: its current context, exactly, where the driver's calls are
+// there (a thread that had none is left with none, so no context is made on
+// a GPU the process does not use); else its device, if we changed it.
 class DeviceGuard {
  public:
   explicit DeviceGuard(const GpuApi& api) : api_(api) {
-    if (api_.cuda.GetDevice(&saved_) != cudaSuccess) saved_ = -1;
+    if (api_.driver.CtxGetCurrent && api_.driver.CtxSetCurrent) {
+      exact_ = api_.driver.CtxGetCurrent(&saved_ctx_) == 0;
+    }
+    if (!exact_ && api_.cuda.GetDevice(&saved_) != cudaSuccess) saved_ = -1;
   }
   ~DeviceGuard() {
-    if (saved_ >= 0) (void)api_.cuda.SetDevice(saved_);
+    if (!changed_) return;
+    if (exact_) {
+      (void)api_.driver.CtxSetCurrent(saved_ctx_);
+    } else if (saved_ >= 0) {
+      (void)api_.cuda.SetDevice(saved_);
+    }
+  }
+  cudaError_t Set(int device) {
+    changed_ = true;
+    return api_.cuda.SetDevice(device);
   }
 
  private:
   const GpuApi& api_;
+  bool exact_ = false, changed_ = false;
+  void* saved_ctx_ = nullptr;
   int saved_ = -1;
 };
 
@@ -51,18 +72,27 @@ class DeviceGuard {
 struct CallPlan {
   const GpuApi* api = nullptr;
   std::vector<int> devices;
-  std::vector<std::vector<Tensor>> views;        // per local device, same shapes
-  std::vector<std::vector<cudaEvent_t>> caller;  // events on the callers' streams, per device
+  std::vector<std::vector<Tensor>> views;  // per local device, same shapes
+  // Per device: the callers' distinct streams, and an event recorded on
+  // each when the call was made.
+  std::vector<std::vector<cudaStream_t>> caller_streams;
+  std::vector<std::vector<cudaEvent_t>> caller;
   ReduceOp op = ReduceOp::kSum;
   CommunicationOptions options;
   std::shared_ptr<const GroupView> group;
   Deadline deadline = NoDeadline();
   std::string what;
+  bool failed_alike = false;  // every member failed it alike, knowing so (Op::failed_alike)
   ~CallPlan() {
     for (auto& evs : caller)
       for (cudaEvent_t e : evs) (void)api->cuda.EventDestroy(e);
   }
 };
+
+// Where a tensor's input lies: its source, or its data (in place).
+inline const void* InputOf(const Tensor& t) {
+  return t.source ? t.source : t.data;
+}
 
 class CudaGpuBackend final : public GpuBackend {
  public:
@@ -88,8 +118,20 @@ class CudaGpuBackend final : public GpuBackend {
   Status EnsureDeviceGroup(Transport& t, CallPlan& plan);
   Status EnsureNccl(Transport& t, CallPlan& plan);
   Status RunNccl(CallPlan& plan);
+  Status EnqueueNccl(CallPlan& plan);
   // gpu_backend_staged.cc
   Status RunStaged(Transport& t, CallPlan& plan);
+  Status EnqueueStaged(Transport& t, CallPlan& plan);
+  // gpu_backend.cc: before anything of ours is queued, the callers' work is
+  // done (waited for on the host, against the deadline), so our streams
+  // never wait on a stream we do not own: an abort never waits behind it.
+  Status WaitForCallers(CallPlan& plan);
+  // A call that failed after queueing work: NCCL aborted (its kernels end),
+  // then our streams drained, within kDrainSeconds, so that nothing we
+  // queued touches the callers' buffers after the call completes; and the
+  // callers' streams made to wait for ours all the same, so that work they
+  // queue next runs after ours even if the drain ran out of time.
+  Status Settle(CallPlan& plan, Status failure);
 
   Status Cuda(cudaError_t e, const std::string& what) {
     if (e == cudaSuccess) return OkStatus();
@@ -114,13 +156,15 @@ class CudaGpuBackend final : public GpuBackend {
   std::mutex mu_;  // devices_ / formed_for_, read by callers
   std::weak_ptr<const GroupView> formed_for_;
   std::vector<int> devices_;  // local CUDA ordinals of this formation
-  // Everything below is touched only by the executor of slot 0 (and Shutdown,
+  // Everything below is touched only by the executor's GPU slot (and Shutdown,
   // once the executors are stopped).
   bool nccl_everywhere_ = false;
   std::string nccl_missing_;                           // who lacks NCCL, and why
   std::vector<cudaStream_t> streams_;                  // ours, one per local device
   std::vector<cudaEvent_t> done_;                      // per device: the call's end
   std::vector<std::array<cudaEvent_t, 2>> d2h_, h2d_;  // per device, per staging area
+  std::vector<char*> fusion_;                          // per device: kDeviceFusionBytes, or null
+  std::string fusion_missing_;                         // who could not allocate theirs, and why
   std::vector<ncclComm_t> comms_;
   NcclState state_ = NcclState::kNone;
   std::weak_ptr<const GroupView> nccl_for_;

@@ -85,10 +85,19 @@ Loaded* LoadOnce() {
     Sym(cudart, "cudaFreeAsync", &c.FreeAsync, &missing);
     Sym(cudart, "cudaHostAlloc", &c.HostAlloc, &missing);
     Sym(cudart, "cudaFreeHost", &c.FreeHost, &missing);
+    Sym(cudart, "cudaStreamIsCapturing", &c.StreamIsCapturing, &missing);
     if (!missing.empty()) {
       l->status = UnavailableError("the CUDA runtime " + a.cudart_path + " lacks " + missing +
                                    " (the agent needs CUDA 11.2 or later)");
       return l;
+    }
+
+    // The driver is there wherever a GPU is; without it the saved device
+    // is restored instead of the context (DeviceGuard).
+    if (void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+      std::string none;
+      Sym(driver, "cuCtxGetCurrent", &a.driver.CtxGetCurrent, &none);
+      Sym(driver, "cuCtxSetCurrent", &a.driver.CtxSetCurrent, &none);
     }
 
     std::string nerrors;

@@ -35,6 +35,15 @@ struct CudaApi {
   decltype(&::cudaFreeAsync) FreeAsync = nullptr;
   cudaError_t (*HostAlloc)(void** ptr, size_t size, unsigned int flags) = nullptr;
   decltype(&::cudaFreeHost) FreeHost = nullptr;
+  decltype(&::cudaStreamIsCapturing) StreamIsCapturing = nullptr;
+};
+
+// The driver's context calls (libcuda.so.1), optional: with them a thread's
+// current context is saved and restored exactly (no context is made on a
+// device the process does not use); CUcontext is a pointer, CUresult an int.
+struct DriverApi {
+  int (*CtxGetCurrent)(void** ctx) = nullptr;
+  int (*CtxSetCurrent)(void* ctx) = nullptr;
 };
 
 struct NcclApi {
@@ -54,6 +63,7 @@ struct NcclApi {
 
 struct GpuApi {
   CudaApi cuda;
+  DriverApi driver;
   // NCCL is optional: without it GPU memory is staged through the host.
   bool have_nccl = false;
   NcclApi nccl;

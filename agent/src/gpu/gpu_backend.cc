@@ -72,9 +72,31 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (formed_for_.lock() == group && split->devices != devices_) {
-      return InvalidArgumentError("this call's tensors are on GPUs " + DeviceList(split->devices) +
-                                  " but the group drives GPUs " + DeviceList(devices_) +
-                                  "; every call must use the same GPUs until Reform()");
+      return InvalidArgumentError(
+          "this call's tensors are on GPUs " + DeviceList(split->devices) + " but the group drives GPUs " +
+          DeviceList(devices_) +
+          "; every call must use the same GPUs until Reform(). Several GPUs per worker go in one call (one "
+          "replica of every tensor per GPU); one call per GPU, as TensorFlow's MirroredStrategy makes them "
+          "with several local GPUs, is not supported: run one worker per GPU");
+    }
+  }
+  for (size_t l = 0; l < split->devices.size(); ++l) {
+    const auto& idx = split->per_device[l];
+    RM_RETURN_IF_ERROR(CheckDeviceOverlaps(tensors, idx));
+    for (size_t i : idx) {  // out of place: the input on the output's GPU
+      const void* src = tensors[i].source;
+      if (!src || src == tensors[i].data) continue;
+      cudaPointerAttributes a{};
+      cudaError_t e = api.cuda.PointerGetAttributes(&a, src);
+      if (e != cudaSuccess) (void)api.cuda.GetLastError();
+      const bool device =
+          e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
+      if (!device || a.device != split->devices[l]) {
+        return InvalidArgumentError(
+            "tensors[" + std::to_string(i) + "].source is not memory of GPU " +
+            std::to_string(split->devices[l]) +
+            ", where its data is: an out-of-place all-reduce reads and writes one GPU");
+      }
     }
   }
   // Refuse what NCCL lacks before anything is sent (every member refuses alike).
@@ -95,27 +117,46 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
   plan->deadline = DeadlineAfter(merged.EffectiveTimeout().value_or(0));
   plan->views.resize(split->devices.size());
   plan->caller.resize(split->devices.size());
+  plan->caller_streams.resize(split->devices.size());
   // The caller's streams: one event per distinct stream, recorded now, in
   // the calling thread, so we start after the work that produced the data.
   DeviceGuard guard(api);
   for (size_t l = 0; l < split->devices.size(); ++l) {
-    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(split->devices[l]), "cudaSetDevice"));
-    std::vector<void*> seen;
+    RM_RETURN_IF_ERROR(Cuda(guard.Set(split->devices[l]), "cudaSetDevice"));
+    auto& seen = plan->caller_streams[l];
     for (size_t i : split->per_device[l]) {
       plan->views[l].push_back(tensors[i]);
-      if (std::find(seen.begin(), seen.end(), tensors[i].stream) != seen.end()) continue;
-      seen.push_back(tensors[i].stream);
+      auto s = static_cast<cudaStream_t>(tensors[i].stream);
+      if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
+      // A stream capturing a CUDA graph would take our work into the graph
+      // (and our wait would see nothing run).
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      RM_RETURN_IF_ERROR(Cuda(api.cuda.StreamIsCapturing(s, &capture), "cudaStreamIsCapturing"));
+      if (capture != cudaStreamCaptureStatusNone) {
+        return FailedPreconditionError(
+            "tensors[" + std::to_string(i) +
+            "]: its stream is capturing a CUDA graph; the all-reduce cannot be captured (it waits for the "
+            "stream's work on the host and polls NCCL so that it can time out): call it outside the capture");
+      }
       cudaEvent_t ev = nullptr;
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"));
       plan->caller[l].push_back(ev);
-      RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(ev, static_cast<cudaStream_t>(tensors[i].stream)),
-                              "cudaEventRecord on the caller's stream"));
+      seen.push_back(s);
+      if (cudaError_t e = api.cuda.EventRecord(ev, s); e != cudaSuccess) {
+        (void)api.cuda.GetLastError();
+        return InvalidArgumentError(
+            "tensors[" + std::to_string(i) + "] is on GPU " + std::to_string(split->devices[l]) +
+            " but its stream is not a stream of that GPU (cudaEventRecord: " + CudaErrorText(api, e) +
+            "): give each GPU's tensors a stream of that GPU");
+      }
     }
   }
   plan->what = "all-reduce of " + std::to_string(plan->views[0].size()) + " tensors on " +
                std::to_string(plan->devices.size()) + " GPU(s)";
   Op o;
-  o.slot = 0;  // every GPU call on one executor: NCCL calls in one order
+  // Every GPU call on the executor's GPU slot (after the host ones): NCCL
+  // calls in one order, and no host collective queued behind them.
+  o.slot = ctx_.streams;
   o.what = plan->what;
   o.info.kind = OpKind::kGpuAllReduce;
   o.info.packs = static_cast<int32_t>(plan->views[0].size());
@@ -124,9 +165,49 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
   o.info.algorithm = "gpu";
   o.info.timeout_s = merged.EffectiveTimeout().value_or(0);
   o.run = [this, plan](Transport& t) { return Run(t, *plan); };
+  o.failed_alike = [plan] { return plan->failed_alike; };
   std::vector<Op> ops;
   ops.push_back(std::move(o));
   return ops;
+}
+
+Status CudaGpuBackend::WaitForCallers(CallPlan& plan) {
+  std::vector<cudaEvent_t> events;
+  for (const auto& evs : plan.caller) events.insert(events.end(), evs.begin(), evs.end());
+  Status st = WaitOrAbort(*plan.api, Spec(plan, {}, events, false, plan.what));
+  if (st.code() == StatusCode::kDeadlineExceeded) {
+    return DeadlineExceededError(plan.what + " on " + ctx_.names[ctx_.rank] +
+                                 ": the work queued before it on the callers' streams did not finish within "
+                                 "its timeout (nothing of the all-reduce had started)");
+  }
+  return st;
+}
+
+Status CudaGpuBackend::Settle(CallPlan& plan, Status failure) {
+  const GpuApi& api = *plan.api;
+  if (state_ == NcclState::kRunning || state_ == NcclState::kForming) {
+    AbortComms(api, comms_);
+    state_ = NcclState::kAborted;
+  }
+  DeviceGuard guard(api);
+  std::vector<cudaEvent_t> done;
+  for (size_t l = 0; l < streams_.size() && l < plan.devices.size(); ++l) {
+    if (guard.Set(plan.devices[l]) != cudaSuccess) continue;
+    if (api.cuda.EventRecord(done_[l], streams_[l]) != cudaSuccess) continue;
+    done.push_back(done_[l]);
+    for (cudaStream_t s : plan.caller_streams[l]) (void)api.cuda.StreamWaitEvent(s, done_[l], 0);
+  }
+  (void)api.cuda.GetLastError();
+  WaitSpec s;
+  s.events = done;
+  s.deadline = DeadlineAfter(kDrainSeconds);
+  s.what = "draining";
+  if (!WaitOrAbort(api, s).ok()) {
+    return Status(failure.code(), failure.message() + "; this call's GPU work did not drain within " +
+                                      std::to_string(static_cast<int>(kDrainSeconds)) +
+                                      " s: the callers' streams wait for it before their next work");
+  }
+  return failure;
 }
 
 Status CudaGpuBackend::Run(Transport& t, CallPlan& plan) {
@@ -134,6 +215,19 @@ Status CudaGpuBackend::Run(Transport& t, CallPlan& plan) {
   const Implementation impl = plan.options.implementation;
   const bool use_nccl = impl != Implementation::kRing && nccl_everywhere_;
   if (use_nccl) {
+    if (!fusion_missing_.empty()) {
+      // Every member knows it (the formation exchanged it): all refuse this
+      // call alike, and the next call forms the device group again.
+      const std::string why = fusion_missing_;
+      std::lock_guard<std::mutex> lock(mu_);
+      formed_for_.reset();
+      plan.failed_alike = true;
+      return ResourceExhaustedError(
+          "the GPU fusion buffer (" + std::to_string(kDeviceFusionBytes >> 20) +
+          " MiB per GPU) could not be allocated on " + why +
+          ": leave that much GPU memory free (TensorFlow: tf.config.experimental.set_memory_growth, or "
+          "TF_FORCE_GPU_ALLOW_GROWTH=true), or use implementation RING");
+    }
     Once(said_nccl_,
          std::string(impl == Implementation::kAuto ? "AUTO" : "NCCL") + " on GPU memory: NCCL " +
              NcclVersionText(api_.load()->nccl_version) + " (" + std::to_string(ctx_.size * devices_.size()) +
@@ -162,6 +256,16 @@ void CudaGpuBackend::DestroyDeviceResources() {
     for (auto& e : pair) (void)api.cuda.EventDestroy(e);
   for (auto& pair : h2d_)
     for (auto& e : pair) (void)api.cuda.EventDestroy(e);
+  {
+    DeviceGuard guard(api);
+    for (size_t l = 0; l < fusion_.size() && l < streams_.size(); ++l) {
+      // Stream-ordered: no wait for the device (cudaFree would wait for
+      // every stream, the callers' too).
+      if (fusion_[l] && guard.Set(devices_[l]) == cudaSuccess)
+        (void)api.cuda.FreeAsync(fusion_[l], streams_[l]);
+    }
+  }
+  fusion_.clear();
   for (auto& s : streams_) (void)api.cuda.StreamDestroy(s);
   done_.clear();
   d2h_.clear();

@@ -5,7 +5,7 @@
 // everywhere else.
 //
 // A call's tensors are placed (host or GPU, per tensor); GPU calls become
-// one Op pinned to executor slot 0, so every member issues its NCCL calls in
+// one Op pinned to the executor's GPU slot, so every member issues its NCCL calls in
 // the same order from one thread. In that Op, the first GPU call of a
 // formation exchanges every member's GPU count and NCCL availability over
 // the CPU engine, then either runs NCCL (rank 0 makes the ncclUniqueId and

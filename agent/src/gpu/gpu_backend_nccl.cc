@@ -35,22 +35,46 @@ Status CudaGpuBackend::EnsureDeviceGroup(Transport& t, CallPlan& plan) {
   done_.assign(g, nullptr);
   d2h_.assign(g, {nullptr, nullptr});
   h2d_.assign(g, {nullptr, nullptr});
+  fusion_.assign(g, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    devices_ = plan.devices;  // DestroyDeviceResources frees per device
+  }
+  std::string fusion_error;
   for (size_t l = 0; l < g; ++l) {
-    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(plan.devices[l]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(guard.Set(plan.devices[l]), "cudaSetDevice"));
     // Non-blocking: our copies never wait for (or hold up) the legacy stream.
     RM_RETURN_IF_ERROR(
         Cuda(api.cuda.StreamCreateWithFlags(&streams_[l], cudaStreamNonBlocking), "cudaStreamCreate"));
     for (cudaEvent_t* e : {&done_[l], &d2h_[l][0], &d2h_[l][1], &h2d_[l][0], &h2d_[l][1]}) {
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate"));
     }
+    // The fusion buffer, once per formation (only NCCL packs into it).
+    if (api.have_nccl && fusion_error.empty()) {
+      void* p = nullptr;
+      if (cudaError_t e = api.cuda.MallocAsync(&p, kDeviceFusionBytes, streams_[l]); e != cudaSuccess) {
+        (void)api.cuda.GetLastError();
+        fusion_error = "GPU " + std::to_string(plan.devices[l]) + ": " + CudaErrorText(api, e);
+      } else {
+        fusion_[l] = static_cast<char*>(p);
+      }
+    }
   }
   std::vector<DeviceMember> all(ctx_.size);
-  all[ctx_.rank] = {static_cast<int32_t>(g), api.have_nccl ? 1 : 0};
+  all[ctx_.rank] = {static_cast<int32_t>(g), api.have_nccl ? 1 : 0, fusion_error.empty() ? 0 : 1};
   if (ctx_.size > 1) RM_RETURN_IF_ERROR(RingAllGatherBytes(t, all.data(), sizeof(DeviceMember)));
-  RM_RETURN_IF_ERROR(CheckDeviceMembers(all, ctx_.names));
+  if (Status st = CheckDeviceMembers(all, ctx_.names); !st.ok()) {
+    plan.failed_alike = true;  // every member holds the same answers
+    return st;
+  }
   nccl_everywhere_ = true;
   nccl_missing_.clear();
+  fusion_missing_.clear();
   for (int r = 0; r < ctx_.size; ++r) {
+    if (all[r].fusion_failed) {
+      fusion_missing_ += (fusion_missing_.empty() ? "" : ", ") + ctx_.names[r] +
+                         (r == ctx_.rank ? " (" + fusion_error + ")" : "");
+    }
     if (all[r].has_nccl) continue;
     nccl_everywhere_ = false;
     nccl_missing_ += (nccl_missing_.empty() ? "" : ", ") + ctx_.names[r] +
@@ -97,7 +121,7 @@ Status CudaGpuBackend::EnsureNccl(Transport& t, CallPlan& plan) {
   Status st;
   if (g > 1) (void)api.nccl.GroupStart();
   for (int l = 0; l < g && st.ok(); ++l) {
-    st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
+    st = Cuda(guard.Set(devices_[l]), "cudaSetDevice");
     if (!st.ok()) break;
     ncclResult_t r = api.nccl.CommInitRankConfig(&comms_[l], nranks, msg.id, ctx_.rank * g + l, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
@@ -126,98 +150,73 @@ Status CudaGpuBackend::EnsureNccl(Transport& t, CallPlan& plan) {
 }
 
 Status CudaGpuBackend::RunNccl(CallPlan& plan) {
-  const GpuApi& api = *api_.load();
+  RM_RETURN_IF_ERROR(WaitForCallers(plan));
+  Status st = EnqueueNccl(plan);
+  if (st.ok()) st = WaitOrAbort(*plan.api, Spec(plan, comms_, done_, false, plan.what));
+  if (!st.ok()) return Settle(plan, st);
+  state_ = NcclState::kReady;
+  return OkStatus();
+}
+
+// Queues the call on our streams: per pack, the packed tensors copied into
+// the fusion buffer, one ncclAllReduce per local GPU in one NCCL group
+// (a lone tensor reduced where it lies, from its source if it has one), the
+// results copied back out; then each GPU's `done_`. Stream order keeps a
+// pack's use of the fusion buffer after the previous pack's copies out.
+Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
+  const GpuApi& api = *plan.api;
   const size_t g = devices_.size();
-  auto packs = PlanDevicePacks(plan.views[0], plan.options.bytes_per_pack);
+  const auto packs = PlanDevicePacks(plan.views[0], plan.options.bytes_per_pack);
   auto red = NcclRedOp(plan.op, api.nccl_version);
   if (!red.ok()) return red.status();
-  std::vector<ncclDataType_t> types;
-  for (const auto& p : packs) {
-    auto d = NcclDataType(p.dtype, api.nccl_version);
-    if (!d.ok()) return d.status();
-    types.push_back(*d);
-  }
   DeviceGuard guard(api);
-  std::vector<std::vector<void*>> bufs(g, std::vector<void*>(packs.size(), nullptr));
-  auto free_bufs = [&] {
-    for (size_t l = 0; l < g; ++l) {
-      (void)api.cuda.SetDevice(devices_[l]);
-      for (void*& b : bufs[l]) {
-        if (b) (void)api.cuda.FreeAsync(b, streams_[l]);
-        b = nullptr;
-      }
-    }
-  };
-  auto fail = [&](Status st) {
-    free_bufs();
-    if (state_ != NcclState::kReady) {
-      AbortComms(api, comms_);
-      state_ = NcclState::kAborted;
-    }
-    return st;
-  };
-  // Pack on our stream, after the callers' streams.
-  for (size_t l = 0; l < g; ++l) {
-    cudaStream_t s = streams_[l];
-    Status st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
-    for (cudaEvent_t e : plan.caller[l]) {
-      if (st.ok()) st = Cuda(api.cuda.StreamWaitEvent(s, e, 0), "cudaStreamWaitEvent");
-    }
-    for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
-      if (packs[p].in_place()) continue;
-      st = Cuda(api.cuda.MallocAsync(&bufs[l][p], packs[p].bytes, s), "cudaMallocAsync of a pack");
-      for (const auto& it : packs[p].items) {
-        if (!st.ok()) break;
-        st = Cuda(api.cuda.MemcpyAsync(static_cast<char*>(bufs[l][p]) + it.offset,
-                                       plan.views[l][it.tensor].data, it.bytes, cudaMemcpyDeviceToDevice, s),
-                  "packing (cudaMemcpyAsync)");
-      }
-    }
-    if (!st.ok()) return fail(st);
-  }
-  // Every pack of every local GPU in one NCCL group.
   state_ = NcclState::kRunning;
-  Status st;
-  (void)api.nccl.GroupStart();
-  for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
+  for (const DevicePack& pack : packs) {
+    auto type = NcclDataType(pack.dtype, api.nccl_version);
+    if (!type.ok()) return type.status();
+    for (size_t l = 0; l < g && !pack.lone(); ++l) {
+      RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
+      for (const auto& it : pack.items) {
+        RM_RETURN_IF_ERROR(
+            Cuda(api.cuda.MemcpyAsync(fusion_[l] + it.offset, InputOf(plan.views[l][it.tensor]), it.bytes,
+                                      cudaMemcpyDeviceToDevice, streams_[l]),
+                 "packing (cudaMemcpyAsync)"));
+      }
+    }
+    Status st;
+    (void)api.nccl.GroupStart();
     for (size_t l = 0; l < g && st.ok(); ++l) {
-      void* buf = packs[p].in_place() ? plan.views[l][packs[p].items[0].tensor].data : bufs[l][p];
-      ncclResult_t r = api.nccl.AllReduce(buf, buf, packs[p].count, types[p], *red, comms_[l], streams_[l]);
+      const Tensor& lone = plan.views[l][pack.items[0].tensor];
+      const void* send = pack.lone() ? InputOf(lone) : fusion_[l];
+      void* recv = pack.lone() ? lone.data : fusion_[l];
+      ncclResult_t r = api.nccl.AllReduce(send, recv, pack.count, *type, *red, comms_[l], streams_[l]);
       if (r != ncclSuccess && r != ncclInProgress) {
         st = InternalError("ncclAllReduce on " + ctx_.names[ctx_.rank] + ": " +
                            NcclErrorText(api, r, comms_[l]));
       }
     }
-  }
-  ncclResult_t r = api.nccl.GroupEnd();
-  if (st.ok() && r != ncclSuccess && r != ncclInProgress) {
-    st = InternalError("ncclGroupEnd on " + ctx_.names[ctx_.rank] + ": " + NcclErrorText(api, r));
-  }
-  if (!st.ok()) return fail(st);
-  // Non-blocking: the kernels are enqueued once no comm is in progress.
-  st = WaitOrAbort(api, Spec(plan, comms_, {}, true, plan.what));
-  if (!st.ok()) return fail(st);
-  for (size_t l = 0; l < g && st.ok(); ++l) {
-    cudaStream_t s = streams_[l];
-    st = Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice");
-    for (size_t p = 0; p < packs.size() && st.ok(); ++p) {
-      if (packs[p].in_place()) continue;
-      for (const auto& it : packs[p].items) {
-        if (!st.ok()) break;
-        st = Cuda(
-            api.cuda.MemcpyAsync(plan.views[l][it.tensor].data, static_cast<char*>(bufs[l][p]) + it.offset,
-                                 it.bytes, cudaMemcpyDeviceToDevice, s),
-            "unpacking (cudaMemcpyAsync)");
-      }
-      if (st.ok()) st = Cuda(api.cuda.FreeAsync(bufs[l][p], s), "cudaFreeAsync");
-      bufs[l][p] = nullptr;
+    ncclResult_t r = api.nccl.GroupEnd();
+    if (st.ok() && r != ncclSuccess && r != ncclInProgress) {
+      st = InternalError("ncclGroupEnd on " + ctx_.names[ctx_.rank] + ": " + NcclErrorText(api, r));
     }
-    if (st.ok()) st = Cuda(api.cuda.EventRecord(done_[l], s), "cudaEventRecord");
+    RM_RETURN_IF_ERROR(st);
+    // Non-blocking: the group is enqueued once no comm is in progress, and
+    // NCCL takes no other call on a comm before that.
+    RM_RETURN_IF_ERROR(WaitOrAbort(api, Spec(plan, comms_, {}, true, plan.what)));
+    for (size_t l = 0; l < g && !pack.lone(); ++l) {
+      RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
+      for (const auto& it : pack.items) {
+        RM_RETURN_IF_ERROR(Cuda(api.cuda.MemcpyAsync(plan.views[l][it.tensor].data, fusion_[l] + it.offset,
+                                                     it.bytes, cudaMemcpyDeviceToDevice, streams_[l]),
+                                "unpacking (cudaMemcpyAsync)"));
+      }
+    }
   }
-  if (!st.ok()) return fail(st);
-  st = WaitOrAbort(api, Spec(plan, comms_, done_, false, plan.what));
-  if (!st.ok()) return fail(st);
-  state_ = NcclState::kReady;
+  for (size_t l = 0; l < g; ++l) {
+    RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(done_[l], streams_[l]), "cudaEventRecord"));
+  }
   return OkStatus();
 }
+
 }  // namespace ringmaster::internal::gpu

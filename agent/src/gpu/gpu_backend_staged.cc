@@ -2,7 +2,9 @@
 // every member, or with implementation RING, packs are copied down into
 // pinned host buffers (double-buffered, so the next pack's copy overlaps
 // this one's reduction), reduced across local GPUs on the host, all-reduced
-// across members by the CPU engine, and copied back up.
+// across members by the CPU engine, and copied back up. It starts once the
+// callers' streams have done their work, and a failure drains what it
+// queued before the call completes (WaitForCallers, Settle).
 #include <algorithm>
 #include <string>
 
@@ -14,6 +16,14 @@
 namespace ringmaster::internal::gpu {
 
 Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
+  RM_RETURN_IF_ERROR(WaitForCallers(plan));
+  Status st = EnqueueStaged(t, plan);
+  return st.ok() ? st : Settle(plan, st);
+}
+
+// Stages every pack down, reduces it on the host and across members, and
+// stages it up; returns once the last copy up is done.
+Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
   const GpuApi& api = *api_.load();
   const size_t g = devices_.size();
   const auto& ref = plan.views[0];
@@ -34,23 +44,17 @@ Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
     pinned_ = nullptr;
     pinned_bytes_ = 0;
     void* p = nullptr;
-    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[0]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[0]), "cudaSetDevice"));
     RM_RETURN_IF_ERROR(Cuda(api.cuda.HostAlloc(&p, need, cudaHostAllocPortable), "cudaHostAlloc of staging"));
     pinned_ = static_cast<char*>(p);
     pinned_bytes_ = need;
   }
   auto area = [&](size_t k, size_t l) { return pinned_ + ((k % 2) * g + l) * max_bytes; };
-  for (size_t l = 0; l < g; ++l) {
-    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
-    for (cudaEvent_t e : plan.caller[l]) {
-      RM_RETURN_IF_ERROR(Cuda(api.cuda.StreamWaitEvent(streams_[l], e, 0), "cudaStreamWaitEvent"));
-    }
-  }
   auto copy_down = [&](size_t k) -> Status {
     const size_t a = k % 2;
     for (size_t l = 0; l < g; ++l) {
       cudaStream_t s = streams_[l];
-      RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+      RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
       // Area a's region l was last read by pack k-2's copies up, on every
       // GPU (all read region 0): wait for the other GPUs' ones.
       if (k >= 2 && g > 1) {
@@ -63,7 +67,7 @@ Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
       for (size_t idx : packs[k].tensors) {
         const Tensor& v = plan.views[l][idx];
         RM_RETURN_IF_ERROR(
-            Cuda(api.cuda.MemcpyAsync(area(k, l) + off, v.data, v.bytes(), cudaMemcpyDeviceToHost, s),
+            Cuda(api.cuda.MemcpyAsync(area(k, l) + off, InputOf(v), v.bytes(), cudaMemcpyDeviceToHost, s),
                  "staging down (cudaMemcpyAsync)"));
         off += v.bytes();
       }
@@ -90,7 +94,7 @@ Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
     RM_RETURN_IF_ERROR(AllReducePack(t, algo, nullptr, host, p.count, p.dtype, plan.op, ranks));
     for (size_t l = 0; l < g; ++l) {
       cudaStream_t s = streams_[l];
-      RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+      RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
       size_t off = 0;
       for (size_t idx : p.tensors) {
         const Tensor& v = plan.views[l][idx];
@@ -103,7 +107,7 @@ Status CudaGpuBackend::RunStaged(Transport& t, CallPlan& plan) {
     }
   }
   for (size_t l = 0; l < g; ++l) {
-    RM_RETURN_IF_ERROR(Cuda(api.cuda.SetDevice(devices_[l]), "cudaSetDevice"));
+    RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
     RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(done_[l], streams_[l]), "cudaEventRecord"));
   }
   return WaitOrAbort(api, Spec(plan, {}, done_, false, plan.what + " (staging up)"));

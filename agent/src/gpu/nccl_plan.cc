@@ -65,23 +65,84 @@ StatusOr<ncclRedOp_t> NcclRedOp(ReduceOp op, int nccl_version) {
 
 std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack) {
   if (bytes_per_pack <= 0) bytes_per_pack = kAutoDevicePackBytes;
+  const auto aligned = [](size_t off) {
+    return (off + kDevicePackAlign - 1) / kDevicePackAlign * kDevicePackAlign;
+  };
+  std::vector<DataType> order;
+  for (const auto& t : tensors) {
+    if (t.count > 0 && std::find(order.begin(), order.end(), t.dtype) == order.end())
+      order.push_back(t.dtype);
+  }
   std::vector<DevicePack> out;
-  for (const Pack& p : PlanPacks(tensors, bytes_per_pack)) {
-    DevicePack d;
-    d.dtype = p.dtype;
-    const size_t es = DataTypeSize(p.dtype);
-    size_t off = 0;
-    for (size_t idx : p.tensors) {
-      off = (off + kDevicePackAlign - 1) / kDevicePackAlign * kDevicePackAlign;
-      d.items.push_back({idx, off, tensors[idx].bytes()});
-      off += tensors[idx].bytes();
+  std::vector<size_t> ends;  // per pack: the end of its last item (unaligned)
+  for (DataType dt : order) {
+    bool open = false;
+    size_t raw = 0;  // the open pack's bytes without gaps (TF's rule counts these)
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const Tensor& t = tensors[i];
+      if (t.count <= 0 || t.dtype != dt) continue;
+      const size_t bytes = t.bytes();
+      const bool alone = static_cast<int64_t>(bytes) >= kDeviceAloneBytes;
+      if (!open || alone || static_cast<int64_t>(raw) > bytes_per_pack ||
+          aligned(ends.back()) + bytes > kDeviceFusionBytes) {
+        out.push_back(DevicePack{dt, {}, 0, 0});
+        ends.push_back(0);
+        raw = 0;
+        open = true;
+      }
+      const size_t off = out.back().items.empty() ? 0 : aligned(ends.back());
+      out.back().items.push_back({i, off, bytes});
+      ends.back() = off + bytes;
+      raw += bytes;
+      if (alone) open = false;  // nothing joins it
     }
-    if (d.items.size() == 1) off = d.items[0].bytes;  // in place: exactly the tensor
-    d.count = (off + es - 1) / es;
-    d.bytes = d.count * es;
-    out.push_back(std::move(d));
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    const size_t es = DataTypeSize(out[k].dtype);
+    out[k].count = (ends[k] + es - 1) / es;
+    out[k].bytes = out[k].count * es;
   }
   return out;
+}
+
+Status CheckDeviceOverlaps(std::span<const Tensor> tensors, std::span<const size_t> indices) {
+  struct Span {
+    uintptr_t begin, end;
+    size_t tensor;
+    bool output;
+  };
+  std::vector<Span> spans;
+  for (size_t i : indices) {
+    const Tensor& t = tensors[i];
+    const size_t n = t.bytes();
+    if (n == 0) continue;
+    const auto out = reinterpret_cast<uintptr_t>(t.data);
+    spans.push_back({out, out + n, i, true});
+    if (t.source && t.source != t.data) {
+      const auto in = reinterpret_cast<uintptr_t>(t.source);
+      spans.push_back({in, in + n, i, false});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // Sweep: the open span reaching furthest, of outputs and of inputs alike.
+  const Span* far_out = nullptr;
+  const Span* far_any = nullptr;
+  auto name = [](const Span& s) {
+    return "tensors[" + std::to_string(s.tensor) + "]" + (s.output ? "" : ".source");
+  };
+  for (const Span& s : spans) {
+    // An output meets anything open; an input meets only open outputs.
+    const Span* hit = s.output ? far_any : far_out;
+    if (hit && hit->end > s.begin) {
+      return InvalidArgumentError(
+          name(s) + " overlaps " + name(*hit) +
+          " on the GPU: the outputs of one all-reduce must not share memory with each "
+          "other or with another tensor's input");
+    }
+    if (s.output && (!far_out || s.end > far_out->end)) far_out = &s;
+    if (!far_any || s.end > far_any->end) far_any = &s;
+  }
+  return OkStatus();
 }
 
 StatusOr<DeviceSplit> SplitByDevice(std::span<const Tensor> tensors,

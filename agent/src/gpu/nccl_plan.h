@@ -34,8 +34,16 @@ inline constexpr int kNcclVersionNonBlocking = 21400;
 // are reduced along with the data and never copied back.
 inline constexpr size_t kDevicePackAlign = 16;
 // bytes_per_pack 0 on the device: large packs (NCCL's bandwidth needs a few
-// MiB per call), bounded so the extra device memory stays bounded too.
+// MiB per call).
 inline constexpr int64_t kAutoDevicePackBytes = 32 << 20;
+// The fusion buffer: one per GPU, taken once per formation; no pack (its
+// aligned layout) is larger, whatever bytes_per_pack says. The agent's only
+// device memory (docs/gpu.md, "Memory").
+inline constexpr size_t kDeviceFusionBytes = 64 << 20;
+// A tensor of at least this many bytes is reduced alone, where it lies (or
+// from its source into it): NCCL's own time for it dwarfs one more launch,
+// and copying it into the fusion buffer and back would cost two passes.
+inline constexpr int64_t kDeviceAloneBytes = 4 << 20;
 
 struct DevicePack {
   DataType dtype = DataType::kFloat32;
@@ -47,13 +55,24 @@ struct DevicePack {
   std::vector<Item> items;
   size_t count = 0;  // elements the collective reduces (gaps included)
   size_t bytes = 0;  // count * element size
-  // One tensor: reduced where it lies, no pack buffer and no copies.
-  bool in_place() const { return items.size() == 1; }
+  // One tensor: reduced where it lies (from its source, if it has one), no
+  // fusion buffer and no copies.
+  bool lone() const { return items.size() == 1; }
 };
 
-// TF's group_by_size (PlanPacks) per dtype, then offsets aligned to
-// kDevicePackAlign. bytes_per_pack 0 means kAutoDevicePackBytes.
+// TF's group_by_size per dtype (a new pack once the current one is larger
+// than bytes_per_pack; 0 means kAutoDevicePackBytes), offsets aligned to
+// kDevicePackAlign, and two rules of the device's own: a tensor of
+// kDeviceAloneBytes or more is a pack of its own, and a pack whose aligned
+// layout would pass kDeviceFusionBytes is closed first. Every member plans
+// the same packs from the same call.
 std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack);
+
+// The tensors `indices` of one GPU must not share memory: no output with
+// another output, and no output with another tensor's input (its source,
+// when it has one other than its data); inputs may overlap each other.
+// InvalidArgument naming both tensors otherwise.
+Status CheckDeviceOverlaps(std::span<const Tensor> tensors, std::span<const size_t> indices);
 
 // ---------------------------------------------------------------- the call
 
@@ -76,6 +95,7 @@ StatusOr<DeviceSplit> SplitByDevice(std::span<const Tensor> tensors,
 struct DeviceMember {
   int32_t gpus = 0;
   int32_t has_nccl = 0;
+  int32_t fusion_failed = 0;  // its fusion buffers could not be allocated
 };
 Status CheckDeviceMembers(std::span<const DeviceMember> members, std::span<const std::string> names);
 

@@ -1,5 +1,7 @@
 #include "group/executor.h"
 
+#include <algorithm>
+
 #include "group/failure_messages.h"
 
 namespace ringmaster::internal {
@@ -21,6 +23,9 @@ Executor::Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Tra
     slot->transport = std::move(t);
     slots_.push_back(std::move(slot));
   }
+  unpinned_ = slots_.size() > static_cast<size_t>(std::max(options.reserved, 0))
+                  ? slots_.size() - static_cast<size_t>(std::max(options.reserved, 0))
+                  : 1;
   for (auto& slot : slots_) slot->thread = std::thread([this, s = slot.get()] { Loop(s); });
 }
 
@@ -50,8 +55,8 @@ CollectiveHandle Executor::Failed(const Status& s) {
 }
 
 Executor::Slot* Executor::SlotFor(const Op& op) const {
-  const uint64_t key = op.slot >= 0 ? static_cast<uint64_t>(op.slot) : op.seq;
-  return slots_[key % slots_.size()].get();
+  if (op.slot >= 0) return slots_[static_cast<size_t>(op.slot) % slots_.size()].get();
+  return slots_[op.seq % unpinned_].get();
 }
 
 void Executor::Loop(Slot* slot) {
@@ -94,7 +99,7 @@ Status Executor::RunOp(Slot* slot, const Op& op) {
   rec.Started(op.seq);
   slot->transport->Begin(op.wire_seq, deadline);
   Status st = op.run(*slot->transport);
-  if (st.ok()) {
+  if (st.ok() || (op.failed_alike && op.failed_alike())) {
     rec.Finished(op.seq, st.code(), HeardRanks::FromRanks(slot->transport->HeardFrom()));
     return st;
   }
@@ -122,7 +127,11 @@ Status Executor::Diagnose(const Op& op, Status st) {
     return Status(st.code(), op.call->what + ": " + st.message() + " on " + g.name(g.rank()));
   } else if (st.code() == StatusCode::kDeadlineExceeded) {
     auto reports = g.Exchange(op.seq, DeadlineAfter(kDiagnosisBoundSeconds));
-    if (!g.aborted()) st = DeadlineExceededError(DescribeTimeout(op.seq, op.info, g.names(), reports));
+    if (!g.aborted()) {
+      // A GPU call knows what it waited for here (the caller's stream, NCCL).
+      const std::string here = op.info.kind == OpKind::kGpuAllReduce ? "; here: " + st.message() : "";
+      st = DeadlineExceededError(DescribeTimeout(op.seq, op.info, g.names(), reports) + here);
+    }
   } else if (st.code() == StatusCode::kInternal) {
     // A protocol error on the data plane is most often members disagreeing
     // on what this collective is: ask them.

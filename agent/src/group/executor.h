@@ -33,6 +33,9 @@ class Executor {
     // Whether a failure asks the other members where they stand (the group's
     // progress query knows the group's own sequence numbers only).
     bool exchange = true;
+    // The last `reserved` slots run only ops pinned to them (Op::slot): the
+    // GPU's, so that no host collective queues behind a GPU call.
+    int reserved = 0;
   };
   // transports[s] carries slot s (at least one).
   Executor(std::shared_ptr<Group> group, std::vector<std::unique_ptr<Transport>> transports,
@@ -83,7 +86,8 @@ class Executor {
   std::shared_ptr<FlightRecorder> own_recorder_;  // Options::recorder
   FlightRecorder* recorder_;
   bool exchange_ = true;
-  std::mutex mu_;  // submission order
+  size_t unpinned_ = 1;  // the slots that take ops pinned nowhere: the first ones
+  std::mutex mu_;        // submission order
   uint64_t next_seq_ = 1;
   std::map<int, uint64_t> set_seq_;  // the last wire number of each process set
   std::vector<std::unique_ptr<Slot>> slots_;

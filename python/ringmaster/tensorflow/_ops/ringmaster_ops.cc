@@ -78,16 +78,19 @@ absl::Status PrepareOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts,
 }
 
 // GPU tensors: outputs alias their inputs when TensorFlow lets us; else the
-// input is copied into the fresh output on TensorFlow's stream, which the
-// engine waits for (rm_allreduce_async_on_stream), so nothing here blocks.
+// input is named as the engine's source for its fresh output (the engine
+// reads it on its own stream, after TensorFlow's, which it waits for:
+// rm_allreduce_async_on_stream_from), so nothing here copies or blocks.
 // *stream: TensorFlow's cudaStream_t for this kernel.
-absl::Status PrepareDeviceOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts, void** stream) {
+absl::Status PrepareDeviceOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* ts,
+                                  std::vector<const void*>* sources, void** stream) {
   tensorflow::DeviceContext* dc = ctx->op_device_context();
   stream_executor::Stream* s = dc ? dc->stream() : nullptr;
   if (!s)
     return absl::InternalError("RingmasterAllReduce on GPU: TensorFlow gave the kernel no device stream");
   *stream = s->platform_specific_handle().stream;
   ts->clear();
+  sources->clear();
   for (int i = 0; i < ctx->num_inputs(); ++i) {
     const Tensor& in = ctx->input(i);
     Tensor* out = nullptr;
@@ -95,16 +98,7 @@ absl::Status PrepareDeviceOutputs(OpKernelContext* ctx, std::vector<rm_tensor>* 
     if (in.NumElements() == 0) continue;
     auto src = in.tensor_data();
     char* dst = const_cast<char*>(out->tensor_data().data());
-    if (dst != src.data()) {
-      stream_executor::DeviceMemoryBase to(dst, src.size());
-      stream_executor::DeviceMemoryBase from(const_cast<char*>(src.data()), src.size());
-#if TF_MAJOR_VERSION == 2 && TF_MINOR_VERSION < 17  // StreamExecutor's older, chained copy
-      if (!s->ThenMemcpyD2D(&to, from, src.size()).ok())
-        return absl::InternalError("RingmasterAllReduce on GPU: copying an input to its output failed");
-#else
-      TF_RETURN_IF_ERROR(s->MemcpyD2D(&to, from, src.size()));
-#endif
-    }
+    sources->push_back(dst != src.data() ? src.data() : nullptr);
     ts->push_back(View(*out));
   }
   return absl::OkStatus();
@@ -155,7 +149,7 @@ class AllReduceOp : public AsyncOpKernel {
     call->postscale = postscale_;
     void* stream = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx,
-                         gpu_ ? PrepareDeviceOutputs(ctx, &call->tensors, &stream)
+                         gpu_ ? PrepareDeviceOutputs(ctx, &call->tensors, &call->sources, &stream)
                               : PrepareOutputs(ctx, &call->tensors, &call->sources, prescale_),
                          call->done);
     if (call->tensors.empty()) {
@@ -164,8 +158,8 @@ class AllReduceOp : public AsyncOpKernel {
     }
     rm_handle* handle = nullptr;
     // The inputs stay alive until done(): the engine may read them until then.
-    int rc = gpu_ ? rm_allreduce_async_on_stream(comm, call->tensors.data(), call->tensors.size(), op,
-                                                 &options_, stream, &handle)
+    int rc = gpu_ ? rm_allreduce_async_on_stream_from(comm, call->sources.data(), call->tensors.data(),
+                                                      call->tensors.size(), op, &options_, stream, &handle)
                   : rm_allreduce_async_from(comm, call->sources.data(), call->tensors.data(),
                                             call->tensors.size(), op, &options_, &handle);
     if (rc != RM_OK) {
