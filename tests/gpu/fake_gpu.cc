@@ -326,6 +326,7 @@ cudaError_t StreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
 }
 cudaError_t EventCreateWithFlags(cudaEvent_t* e, unsigned int) {
   Lock lock(S().mu);
+  ++S().stats.events_created;
   S().events.push_back(std::make_unique<CUevent_st>());
   S().events.back()->device = NeedContext();
   *e = S().events.back().get();

@@ -42,6 +42,7 @@ struct Stats {
   int host_allocs = 0;  // cudaHostAlloc (staging)
   int d2d_copies = 0, d2h_copies = 0, h2d_copies = 0;
   int stream_waits = 0;    // cudaStreamWaitEvent
+  int events_created = 0;  // cudaEventCreateWithFlags
   int device_allocs = 0;   // cudaMallocAsync calls by the agent
   size_t agent_bytes = 0;  // device memory the agent holds now
   size_t peak_agent_bytes = 0;

@@ -663,5 +663,16 @@ TEST_F(FakeGpu, TheCApiTakesSourcesOnTheCallersStream) {
   rm_communicator_destroy(c);
 }
 
+TEST_F(FakeGpu, CallsReuseTheEventsOnTheCallersStreams) {
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  Tensor ts[2] = {DeviceTensor(0, 8, DataType::kFloat32), DeviceTensor(0, 8, DataType::kFloat32)};
+  ts[1].stream = fake::NewStream(0);  // two distinct streams: two events a call
+  ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
+  const int after_first = fake::GetStats().events_created;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
+  EXPECT_EQ(fake::GetStats().events_created, after_first) << "a call created events of its own";
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -67,6 +68,47 @@ class DeviceGuard {
   int saved_ = -1;
 };
 
+// Events for the callers' streams, kept per GPU for the next calls (a few
+// per GPU: one per distinct stream of a call), so a call creates none.
+class EventPool {
+ public:
+  static constexpr size_t kKeptPerDevice = 64;
+  explicit EventPool(const GpuApi& api) : api_(api) {}
+  ~EventPool() {
+    for (auto& [device, events] : free_)
+      for (cudaEvent_t e : events) (void)api_.cuda.EventDestroy(e);
+  }
+  // An event of `device`, which must be the thread's current one.
+  cudaError_t Take(int device, cudaEvent_t* e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& events = free_[device];
+      if (!events.empty()) {
+        *e = events.back();
+        events.pop_back();
+        return cudaSuccess;
+      }
+    }
+    return api_.cuda.EventCreateWithFlags(e, cudaEventDisableTiming);
+  }
+  void Give(int device, cudaEvent_t e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& events = free_[device];
+      if (events.size() < kKeptPerDevice) {
+        events.push_back(e);
+        return;
+      }
+    }
+    (void)api_.cuda.EventDestroy(e);
+  }
+
+ private:
+  const GpuApi& api_;
+  std::mutex mu_;
+  std::map<int, std::vector<cudaEvent_t>> free_;
+};
+
 // One call's work, shared by the caller's thread (which captures the
 // streams) and the executor that runs it.
 struct CallPlan {
@@ -82,10 +124,11 @@ struct CallPlan {
   std::shared_ptr<const GroupView> group;
   Deadline deadline = NoDeadline();
   std::string what;
-  bool failed_alike = false;  // every member failed it alike, knowing so (Op::failed_alike)
+  bool failed_alike = false;          // every member failed it alike, knowing so (Op::failed_alike)
+  std::shared_ptr<EventPool> events;  // where `caller`'s events go back
   ~CallPlan() {
-    for (auto& evs : caller)
-      for (cudaEvent_t e : evs) (void)api->cuda.EventDestroy(e);
+    for (size_t l = 0; l < caller.size(); ++l)
+      for (cudaEvent_t e : caller[l]) events->Give(devices[l], e);
   }
 };
 
@@ -152,6 +195,8 @@ class CudaGpuBackend final : public GpuBackend {
 
   const Context ctx_;
   std::atomic<const GpuApi*> api_{nullptr};  // set by the first GPU call
+  std::once_flag pool_once_;
+  std::shared_ptr<EventPool> pool_;  // made with the first GPU call's table
 
   std::mutex mu_;  // devices_ / formed_for_, read by callers
   std::weak_ptr<const GroupView> formed_for_;

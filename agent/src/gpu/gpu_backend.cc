@@ -108,8 +108,10 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
       if (!d.ok()) return d.status();
     }
   }
+  std::call_once(pool_once_, [&] { pool_ = std::make_shared<EventPool>(api); });
   auto plan = std::make_shared<CallPlan>();
   plan->api = &api;
+  plan->events = pool_;
   plan->devices = split->devices;
   plan->op = op;
   plan->options = merged;
@@ -139,7 +141,7 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
             "stream's work on the host and polls NCCL so that it can time out): call it outside the capture");
       }
       cudaEvent_t ev = nullptr;
-      RM_RETURN_IF_ERROR(Cuda(api.cuda.EventCreateWithFlags(&ev, cudaEventDisableTiming), "cudaEventCreate"));
+      RM_RETURN_IF_ERROR(Cuda(pool_->Take(split->devices[l], &ev), "cudaEventCreate"));
       plan->caller[l].push_back(ev);
       seen.push_back(s);
       if (cudaError_t e = api.cuda.EventRecord(ev, s); e != cudaSuccess) {
