@@ -180,6 +180,9 @@ class FakeCore:
         self._record("allreduce_on_stream_async", specs, op, stream)
         return FakeHandle(keep)
 
+    def allreduce(self, specs, op, options):  # host memory
+        self._record("allreduce", specs, op)
+
 
 def test_all_reduce_hands_device_arrays_to_the_stream_call_in_place():
     a, b = Fake((2, 3), byte_offset=16), Fake((5,), bits=64, versioned=True)
@@ -249,6 +252,14 @@ def test_refusals_before_anything_starts():
     with pytest.raises(ringmaster.InvalidArgumentError, match=r"^stream: given for host arrays"):
         comm.all_reduce(np.ones(4), stream=5)
     assert core.calls == []
+
+
+def test_pinned_host_memory_stays_on_numpys_path_in_place():
+    pinned = Fake((4,), device=(3, 0), versioned=True)  # kDLCUDAHost: NumPy reads it
+    core = FakeCore()
+    assert ringmaster.Communicator(core).all_reduce(pinned) is pinned
+    assert core.calls == [("allreduce", [(pinned.data, 4, 2)], 0, ())]
+    assert "stream" not in pinned.calls[0] or pinned.calls[0]["stream"] is None
 
 
 def test_other_collectives_refuse_device_arrays_naming_the_call():
