@@ -1,4 +1,5 @@
-"""The Communicator: collectives on NumPy arrays and DLPack (CPU) tensors."""
+"""The Communicator: collectives on NumPy arrays and DLPack tensors (CPU
+memory, and CUDA memory for the all-reduce: _dlpack.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
-from ._errors import InvalidArgumentError
+from . import _core, _dlpack
+from ._errors import InvalidArgumentError, UnimplementedError
 from ._options import CommunicationOptions
 
 ArrayLike = Any  # a NumPy array, an object with __dlpack__, or anything np.asarray takes
+StreamLike = Any  # None, an int cudaStream_t, or a stream with .ptr (CuPy) / .cuda_stream (PyTorch)
 Values = Union[ArrayLike, List[ArrayLike], Tuple[ArrayLike, ...]]
 OptionsLike = Any  # None, CommunicationOptions or TF's options (see CommunicationOptions.from_any)
 
@@ -44,6 +46,8 @@ def _view(value: ArrayLike, field: str) -> Tuple[np.ndarray, bool]:
     if isinstance(value, np.ndarray):
         return value, True
     if hasattr(value, "__dlpack__"):
+        if _dlpack.is_device(value):
+            raise InvalidArgumentError(f"{field}: is CUDA memory, where host memory is expected")
         try:
             # Zero-copy: the view shares the producer's memory.
             return np.from_dlpack(value), True
@@ -107,15 +111,16 @@ class Handle:
         return self._result
 
 
-def _check_no_overlap(sources: List[np.ndarray], dests: List[int], sizes: List[int]) -> List[int]:
+def _check_no_overlap(sources: List[int], dests: List[int], sizes: List[int]) -> List[int]:
     """The engine's source addresses for an out-of-place all-reduce: 0 (in
     place) where out[i] is values[i]'s own memory. Any other overlap of an
     output with an input or with another output would be read after it was
     written (or written twice): refused, naming both. Inputs may overlap
-    each other (they are only read). Sorted spans, not every pair."""
+    each other (they are only read). Sorted spans, not every pair. (Device
+    pointers share one address space with host ones: CUDA's unified
+    addressing.)"""
     from_, inputs, outputs = [], [], []
-    for i, (arr, dest, size) in enumerate(zip(sources, dests, sizes)):
-        src = arr.ctypes.data
+    for i, (src, dest, size) in enumerate(zip(sources, dests, sizes)):
         from_.append(0 if src == dest else src)  # out[i] is values[i]: reduced in place
         if src != dest and size:
             inputs.append((src, src + size, f"values[{i}]"))
@@ -136,6 +141,61 @@ def _check_no_overlap(sources: List[np.ndarray], dests: List[int], sizes: List[i
         if k >= 0 and reach[k][0] > start:
             raise InvalidArgumentError(f"{name}: overlaps {reach[k][1]} ({words})")
     return from_
+
+
+def _pair(values: Values, out: Values) -> Tuple[List[ArrayLike], List[ArrayLike]]:
+    """values and out as lists of one length (both single or both lists)."""
+    items, single = _as_list(values)
+    outs, out_single = _as_list(out)
+    if single != out_single or len(outs) != len(items):
+        raise InvalidArgumentError(f"out: must match values ({len(items)} {'array' if single else 'arrays'}), "
+                                   f"got {len(outs)} {'array' if out_single else 'arrays'}")
+    return items, outs
+
+
+def _on_device(items: List[ArrayLike], field: str) -> bool:
+    """Whether `field`'s arrays are CUDA DLPack arrays. One call takes host
+    arrays or device arrays, never both (the engine refuses that too)."""
+    where = [_dlpack.is_device(v) for v in items]
+    if not any(where):
+        return False
+    if not all(where):
+        raise InvalidArgumentError(
+            f"{field}[{where.index(False)}]: is host memory but {field}[{where.index(True)}] is CUDA "
+            "memory; one call takes host arrays or device arrays, not both")
+    return True
+
+
+def _refuse_device(call: str, named: List[Tuple[str, ArrayLike]]) -> None:
+    """The engine reduces GPU memory in all_reduce only so far."""
+    for field, value in named:
+        if _dlpack.is_device(value):
+            raise UnimplementedError(
+                f"{call}: {field} is CUDA memory; only all_reduce takes device arrays so far "
+                f"(copy it to host memory for {call})")
+
+
+def _device_spec(t: _dlpack.DeviceTensor, field: str) -> Tuple[int, int, int]:
+    return (t.ptr, t.count, _core.parse_enum("dtype", t.dtype, f"{field}.dtype"))
+
+
+def _release(tensors: List[_dlpack.DeviceTensor]) -> None:
+    for t in tensors:
+        t.release()
+
+
+def _export_values(items: List[ArrayLike], handle: int) -> List[_dlpack.DeviceTensor]:
+    """Every values[i] taken for an in-place all-reduce on stream `handle`
+    (all of them given back if one is refused)."""
+    tensors: List[_dlpack.DeviceTensor] = []
+    try:
+        for i, v in enumerate(items):
+            tensors.append(_dlpack.export(v, handle, f"values[{i}]"))
+            _device_spec(tensors[-1], f"values[{i}]")  # its dtype, before anything is started
+    except BaseException:
+        _release(tensors)
+        raise
+    return tensors
 
 
 class Communicator:
@@ -165,34 +225,66 @@ class Communicator:
         return str(self._c.task_name(int(rank)))
 
     def all_reduce(self, values: Values, op: Any = "sum", options: OptionsLike = None,
-                   out: Optional[Values] = None) -> Any:
+                   out: Optional[Values] = None, stream: StreamLike = None) -> Any:
         """Reduces one array or a list across the group, in place; returns them.
 
         Writable C-contiguous NumPy arrays and CPU DLPack tensors are reduced
         in place and returned as the same objects; other inputs (read-only,
         strided, Python lists) are copied and new arrays returned.
 
+        CUDA DLPack arrays (CuPy, PyTorch, JAX, ...) are reduced in place on
+        their GPU and returned as the same objects; they must be C-contiguous
+        and writable (the engine cannot copy device memory). ``stream`` is
+        the CUDA stream whose work produces them (an int cudaStream_t, or a
+        stream with ``.ptr`` / ``.cuda_stream``; default: the legacy default
+        stream): each producer is asked to order its pending work before it
+        (DLPack's stream protocol), and the engine starts after that work.
+        The call returns once the results are in place. One call takes host
+        arrays or device arrays, not both.
+
         With ``out`` (an array, or a list as long as ``values``): the results
         go there and ``values`` are only read, with no copy of them (the
         engine reads each input as it reduces); returns ``out``. Each
         ``out[i]`` must be a writable C-contiguous array of ``values[i]``'s
-        dtype and size.
+        dtype and size (on the device for device values: the engine's GPU
+        path answers UnimplementedError for now).
         """
         code = _op_code(op)
-        if out is not None:
-            return self._all_reduce_into(values, out, code, options)
         items, single = _as_list(values)
+        device = _on_device(items, "values")
+        if out is not None:
+            outs = _as_list(out)[0]
+            if _on_device(outs, "out") != device and items and outs:
+                raise InvalidArgumentError(
+                    f"out: is {'host' if device else 'CUDA'} memory but values are "
+                    f"{'CUDA' if device else 'host'} memory; out must be where values are")
+            if device:
+                return self._all_reduce_device_into(values, out, code, options, stream)
+            self._no_stream(stream, items)
+            return self._all_reduce_into(values, out, code, options)
+        if device:
+            handle = _dlpack.stream_handle(stream)
+            tensors = _export_values(items, handle)
+            try:
+                specs = [_device_spec(t, f"values[{i}]") for i, t in enumerate(tensors)]
+                self._c.allreduce_on_stream(specs, [], code, _options(options), handle)
+            finally:
+                _release(tensors)
+            return _repack(values, items, single)
+        self._no_stream(stream, items)
         prepared = [_prepare(v, f"values[{i}]") for i, v in enumerate(items)]
         specs = [_spec(a, f"values[{i}]") for i, (_, a) in enumerate(prepared)]
         self._c.allreduce(specs, code, _options(options))
         return _repack(values, [r for r, _ in prepared], single)
 
+    @staticmethod
+    def _no_stream(stream: StreamLike, items: List[ArrayLike]) -> None:
+        if stream is not None and items:
+            raise InvalidArgumentError(
+                "stream: given for host arrays; a CUDA stream orders device (CUDA DLPack) arrays only")
+
     def _all_reduce_into(self, values: Values, out: Values, code: int, options: OptionsLike) -> Any:
-        items, single = _as_list(values)
-        outs, out_single = _as_list(out)
-        if single != out_single or len(outs) != len(items):
-            raise InvalidArgumentError(f"out: must match values ({len(items)} {'array' if single else 'arrays'}), "
-                             f"got {len(outs)} {'array' if out_single else 'arrays'}")
+        items, outs = _pair(values, out)
         sources, dests, specs = [], [], []
         for i, (v, o) in enumerate(zip(items, outs)):
             arr, _ = _view(v, f"values[{i}]")
@@ -208,14 +300,60 @@ class Communicator:
             sources.append(arr)
             dests.append(dest.ctypes.data)
             specs.append(_spec(dest, f"out[{i}]"))
-        from_ = _check_no_overlap(sources, dests, [a.nbytes for a in sources])
+        from_ = _check_no_overlap([a.ctypes.data for a in sources], dests, [a.nbytes for a in sources])
         self._c.allreduce_from(from_, specs, code, _options(options))
         return out
 
-    def all_reduce_async(self, values: Values, op: Any = "sum", options: OptionsLike = None) -> Handle:
-        """all_reduce that returns at once; Handle.wait() gives the values."""
+    def _all_reduce_device_into(self, values: Values, out: Values, code: int, options: OptionsLike,
+                                stream: StreamLike) -> Any:
+        """out= on device arrays: values[i] only read (read-only is fine), out[i]
+        written; the same checks as on the host, then the engine's GPU path."""
+        items, outs = _pair(values, out)
+        handle = _dlpack.stream_handle(stream)
+        tensors: List[_dlpack.DeviceTensor] = []
+        try:
+            srcs, dsts, specs = [], [], []
+            for i, (v, o) in enumerate(zip(items, outs)):
+                src = _dlpack.export(v, handle, f"values[{i}]", writable=False)
+                tensors.append(src)
+                dst = _dlpack.export(o, handle, f"out[{i}]")
+                tensors.append(dst)
+                _device_spec(src, f"values[{i}]")
+                if dst.dtype != src.dtype or dst.count != src.count:
+                    raise InvalidArgumentError(f"out[{i}]: must be {src.dtype} of {src.count} elements like "
+                                               f"values[{i}], got {dst.dtype} of {dst.count}")
+                srcs.append(src)
+                dsts.append(dst)
+                specs.append(_device_spec(dst, f"out[{i}]"))
+            from_ = _check_no_overlap([t.ptr for t in srcs], [t.ptr for t in dsts], [t.nbytes for t in srcs])
+            self._c.allreduce_on_stream(specs, from_, code, _options(options), handle)
+        finally:
+            _release(tensors)
+        return out
+
+    def all_reduce_async(self, values: Values, op: Any = "sum", options: OptionsLike = None,
+                         stream: StreamLike = None) -> Handle:
+        """all_reduce that returns at once; Handle.wait() gives the values.
+
+        CUDA DLPack arrays as in all_reduce (``stream`` too): they stay the
+        producer's until the call is done, whether or not the Handle is
+        waited for."""
         code = _op_code(op)
         items, single = _as_list(values)
+        if _on_device(items, "values"):
+            handle = _dlpack.stream_handle(stream)
+            tensors = _export_values(items, handle)
+            try:
+                specs = [_device_spec(t, f"values[{i}]") for i, t in enumerate(tensors)]
+                # The C++ handle holds the tensors until the engine is done;
+                # dropping them then calls each producer's deleter.
+                core = self._c.allreduce_on_stream_async(specs, code, _options(options), handle,
+                                                         (self, tensors))
+            except BaseException:
+                _release(tensors)
+                raise
+            return Handle(core, _repack(values, items, single))
+        self._no_stream(stream, items)
         prepared = [_prepare(v, f"values[{i}]") for i, v in enumerate(items)]
         specs = [_spec(a, f"values[{i}]") for i, (_, a) in enumerate(prepared)]
         # The C++ handle holds the arrays (and this communicator) until the
@@ -225,8 +363,10 @@ class Communicator:
         return Handle(core, _repack(values, [r for r, _ in prepared], single))
 
     def broadcast(self, values: Values, root: int = 0, options: OptionsLike = None) -> Any:
-        """Copies root's arrays to every member, in place (as all_reduce)."""
+        """Copies root's arrays to every member, in place (as all_reduce).
+        Host memory only (CUDA arrays: UnimplementedError)."""
         items, single = _as_list(values)
+        _refuse_device("broadcast", [(f"values[{i}]", v) for i, v in enumerate(items)])
         prepared = [_prepare(v, f"values[{i}]") for i, v in enumerate(items)]
         specs = [_spec(a, f"values[{i}]") for i, (_, a) in enumerate(prepared)]
         self._c.broadcast(specs, int(root), _options(options))
@@ -236,8 +376,10 @@ class Communicator:
         """Concatenates every member's `value` along axis 0, in rank order.
 
         Every member passes the same shape; returns a new array of shape
-        (size * shape[0], *shape[1:]).
+        (size * shape[0], *shape[1:]). Host memory only (CUDA arrays:
+        UnimplementedError).
         """
+        _refuse_device("all_gather", [("value", value)])
         arr, _ = _view(value, "value")
         arr = np.ascontiguousarray(arr)
         if arr.ndim == 0:
@@ -256,8 +398,10 @@ class Communicator:
 
         With an axis, `value` is first reduced along it (MEAN divides by the
         element count along the axis summed over all members, so uneven
-        batches weigh right); returns a new array without that axis.
+        batches weigh right); returns a new array without that axis. Host
+        memory only (CUDA arrays: UnimplementedError).
         """
+        _refuse_device("reduce", [("value", value)])
         code = _op_code(op)
         arr, _ = _view(value, "value")
         arr = np.ascontiguousarray(arr)

@@ -1,8 +1,9 @@
 // ringmaster._core: a thin nanobind layer over libringmaster's C API (the
 // same API the TensorFlow op uses, so both share one communicator through
-// rm_default_communicator). Array handling lives in Python; the enums'
-// names and values come from the C API's one table (enum_names, parse_enum:
-// Python lists none of them); this layer owns the C objects, releases the
+// rm_default_communicator). Array handling lives in Python (DLPack's too:
+// _dlpack.py hands CUDA arrays here as addresses); the enums' names and
+// values come from the C API's one table (enum_names, parse_enum: Python
+// lists none of them); this layer owns the C objects, releases the
 // GIL around every call that can block, and turns status codes into the
 // package's exceptions.
 #include <nanobind/nanobind.h>
@@ -27,7 +28,8 @@ namespace nb = nanobind;
 namespace {
 
 // (address, element count, rm_dtype): Python has already checked the array
-// is CPU memory, C-contiguous and writable, and keeps it alive.
+// is C-contiguous and writable, and keeps it alive: CPU memory, or for the
+// *_on_stream calls CUDA memory (ringmaster/_dlpack.py).
 using TensorSpec = std::tuple<std::uintptr_t, int64_t, int>;
 // (bytes_per_pack, timeout_seconds (RM_TIMEOUT_KEEP: job default),
 // rm_implementation, rm_algorithm): CommunicationOptions._to_c.
@@ -83,6 +85,20 @@ Options ToOptions(const std::optional<OptionsSpec>& spec) {
     o.value.algorithm = static_cast<rm_algorithm>(std::get<3>(*spec));
   }
   return o;
+}
+
+// GPU memory: the engine reduces tensors[i] in place; out of place
+// (sources[i] set, not tensors[i].data) waits for GPU `source` support, and
+// the C API's stream call takes no sources yet, so it is refused here with
+// the engine's own words. (When ringmaster.h gains a stream call with
+// sources, pass them to it instead.)
+void CheckDeviceSources(const std::vector<std::uintptr_t>& sources, const std::vector<rm_tensor>& ts) {
+  for (size_t i = 0; i < sources.size() && i < ts.size(); ++i) {
+    if (sources[i] != 0 && reinterpret_cast<void*>(sources[i]) != ts[i].data) {
+      Raise(RM_UNIMPLEMENTED, "Unimplemented: tensors[" + std::to_string(i) +
+                                  "].source: GPU memory is reduced in place only (no separate source yet)");
+    }
+  }
 }
 
 class Comm {
@@ -309,6 +325,36 @@ NB_MODULE(_core, m) {
             CallReleased([&] {
               return rm_allreduce_async(comm, ts.data(), ts.size(), static_cast<rm_reduce_op>(op), opts.get(),
                                         &h);
+            });
+            return new Handle(h, std::move(keep));
+          },
+          nb::rv_policy::take_ownership)
+      .def("allreduce_on_stream",
+           [](const Comm& c, const std::vector<TensorSpec>& specs, const std::vector<std::uintptr_t>& sources,
+              int op, std::optional<OptionsSpec> o, std::uintptr_t stream) {
+             auto ts = ToTensors(specs);
+             CheckDeviceSources(sources, ts);
+             auto opts = ToOptions(o);
+             rm_communicator* comm = c.get();
+             CallReleased([&] {
+               rm_handle* h = nullptr;
+               int code =
+                   rm_allreduce_async_on_stream(comm, ts.data(), ts.size(), static_cast<rm_reduce_op>(op),
+                                                opts.get(), reinterpret_cast<void*>(stream), &h);
+               return code != RM_OK ? code : rm_handle_wait(h);
+             });
+           })
+      .def(
+          "allreduce_on_stream_async",
+          [](const Comm& c, const std::vector<TensorSpec>& specs, int op, std::optional<OptionsSpec> o,
+             std::uintptr_t stream, nb::object keep) {
+            auto ts = ToTensors(specs);
+            auto opts = ToOptions(o);
+            rm_communicator* comm = c.get();
+            rm_handle* h = nullptr;
+            CallReleased([&] {
+              return rm_allreduce_async_on_stream(comm, ts.data(), ts.size(), static_cast<rm_reduce_op>(op),
+                                                  opts.get(), reinterpret_cast<void*>(stream), &h);
             });
             return new Handle(h, std::move(keep));
           },

@@ -29,12 +29,31 @@ def device_buffer(n: int, value: float):
         return x, x.data.ptr, lambda: x.get().tolist()
 
 
+def free_ports(count: int) -> list:
+    """`count` distinct free ports on 127.0.0.1."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def member_env(rank: int, tf_ports: list, agent_ports: list = ()) -> dict:
+    """The variables that make this process member `rank` of a group on
+    127.0.0.1 (TF_CONFIG; RINGMASTER_PORT: one agent port per member, when
+    several share the host). tests/gpu/dlpack_on_gpu.py uses it too."""
+    env = {"TF_CONFIG": json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in tf_ports]},
+                                    "task": {"type": "worker", "index": rank}})}
+    if agent_ports:
+        env["RINGMASTER_PORT"] = ",".join(str(p) for p in agent_ports)
+    return env
+
+
 def main() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{port}"]},
-                                          "task": {"type": "worker", "index": 0}})
+    os.environ.update(member_env(0, free_ports(1)))
     import ringmaster
     from ringmaster import _core
 

@@ -257,6 +257,43 @@ def scenario_collectives(comm: ringmaster.Communicator) -> dict:
     return {"aborted": aborted}
 
 
+def scenario_cuda_dlpack(comm: ringmaster.Communicator) -> dict:
+    """Hand-made CUDA DLPack arrays (cuda_producer.py, no GPU) through the
+    real extension: each call reaches the engine's GPU path, and the engine's
+    answer comes back; every export is given back to its producer once."""
+    from cuda_producer import FakeCudaArray
+
+    out: dict = {}
+    a, b = FakeCudaArray((4,)), FakeCudaArray((2, 3), bits=64)
+    try:
+        comm.all_reduce([a, b], stream=0x5000)
+    except ringmaster.RingmasterError as e:
+        out["sync"] = [type(e).__name__, str(e)]
+    out["sync_calls"] = [a.calls, b.calls]
+    out["sync_deleted"] = [a.deleted, b.deleted]
+    c = FakeCudaArray((8,), versioned=True)
+    handle = comm.all_reduce_async(c)
+    try:
+        handle.wait()
+    except ringmaster.RingmasterError as e:
+        out["async"] = [type(e).__name__, str(e)]
+    out["async_calls"], out["async_deleted"] = c.calls, c.deleted
+    src, dst = FakeCudaArray((4,)), FakeCudaArray((4,))
+    try:
+        comm.all_reduce(src, out=dst)
+    except ringmaster.RingmasterError as e:
+        out["out"] = [type(e).__name__, str(e)]
+    out["out_deleted"] = [src.deleted, dst.deleted]
+    try:
+        comm.broadcast(FakeCudaArray((4,)))
+    except ringmaster.RingmasterError as e:
+        out["broadcast"] = [type(e).__name__, str(e)]
+    # The group still reduces host memory afterwards.
+    host = np.full(3, float(RANK + 1))
+    assert comm.all_reduce(host) is host and np.all(host == SIZE * (SIZE + 1) / 2), host
+    return out
+
+
 def scenario_stall(comm: ringmaster.Communicator) -> dict:
     if RANK == SIZE - 1:
         time.sleep(8)  # never joins the collective in time
