@@ -136,7 +136,7 @@ std::string TableHeader() {
 
 std::string TableLine(const Row& r) {
   char buf[1024];
-  std::snprintf(buf, sizeof buf, "%-36s %12.2f %12.2f %-5s %7.3f  %-38s %s", r.name.c_str(), r.ringmaster,
+  std::snprintf(buf, sizeof buf, "%-36s %12.4g %12.4g %-5s %7.3g  %-38s %s", r.name.c_str(), r.ringmaster,
                 r.bound, r.unit.c_str(), r.ratio, r.bound_what.c_str(), r.check.c_str());
   return buf;
 }

@@ -100,6 +100,11 @@ TEST(BenchCheck, CsvHasThePlottedColumnsAndQuotes) {
       CsvLine(r),
       "pack,pack 16384 x 4 KiB (64 MiB),4096,0.8,1522,GB/s,0.000525624,16384,1,one 64 MiB device-to-device "
       "copy,\"ringmaster: 1 of 4 bytes differ; first: \"\"x\"\", y\"");
+  const std::string line = TableLine(r);
+  EXPECT_EQ(line.rfind("pack 16384 x 4 KiB (64 MiB)", 0), 0u) << line;
+  EXPECT_NE(line.find(" 0.8 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 1522 "), std::string::npos) << line;
+  EXPECT_NE(line.find(" 0.000526 "), std::string::npos) << line;
   r.ringmaster = std::nan("");
   EXPECT_NE(CsvLine(r).find("4096,,1522,"), std::string::npos) << "a missing figure is an empty cell";
   EXPECT_EQ(ExitCode({r}), 1);
