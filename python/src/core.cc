@@ -87,20 +87,6 @@ Options ToOptions(const std::optional<OptionsSpec>& spec) {
   return o;
 }
 
-// GPU memory: the engine reduces tensors[i] in place; out of place
-// (sources[i] set, not tensors[i].data) waits for GPU `source` support, and
-// the C API's stream call takes no sources yet, so it is refused here with
-// the engine's own words. (When ringmaster.h gains a stream call with
-// sources, pass them to it instead.)
-void CheckDeviceSources(const std::vector<std::uintptr_t>& sources, const std::vector<rm_tensor>& ts) {
-  for (size_t i = 0; i < sources.size() && i < ts.size(); ++i) {
-    if (sources[i] != 0 && reinterpret_cast<void*>(sources[i]) != ts[i].data) {
-      Raise(RM_UNIMPLEMENTED, "Unimplemented: tensors[" + std::to_string(i) +
-                                  "].source: GPU memory is reduced in place only (no separate source yet)");
-    }
-  }
-}
-
 class Comm {
  public:
   explicit Comm(rm_communicator* c) : c_(c) {}
@@ -333,14 +319,15 @@ NB_MODULE(_core, m) {
            [](const Comm& c, const std::vector<TensorSpec>& specs, const std::vector<std::uintptr_t>& sources,
               int op, std::optional<OptionsSpec> o, std::uintptr_t stream) {
              auto ts = ToTensors(specs);
-             CheckDeviceSources(sources, ts);
              auto opts = ToOptions(o);
+             std::vector<const void*> from;  // 0: in place
+             for (std::uintptr_t s : sources) from.push_back(reinterpret_cast<const void*>(s));
              rm_communicator* comm = c.get();
              CallReleased([&] {
                rm_handle* h = nullptr;
-               int code =
-                   rm_allreduce_async_on_stream(comm, ts.data(), ts.size(), static_cast<rm_reduce_op>(op),
-                                                opts.get(), reinterpret_cast<void*>(stream), &h);
+               int code = rm_allreduce_async_on_stream_from(comm, from.empty() ? nullptr : from.data(), ts.data(),
+                                                            ts.size(), static_cast<rm_reduce_op>(op), opts.get(),
+                                                            reinterpret_cast<void*>(stream), &h);
                return code != RM_OK ? code : rm_handle_wait(h);
              });
            })

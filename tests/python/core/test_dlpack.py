@@ -322,7 +322,7 @@ def test_cuda_arrays_reach_the_engines_gpu_path(run_group):
     assert r["sync_calls"] == [[{"stream": 0x5000}], [{"stream": 0x5000}]], report
     assert r["async_calls"] == [{"stream": 1, "max_version": [1, 0]}], report
     assert r["sync_deleted"] == [1, 1] and r["async_deleted"] == 1, report
-    # Out of place on the device: not done yet, and said so.
-    assert r["out"][0] == "UnimplementedError" and "tensors[0].source" in r["out"][1], report
+    # Out of place on the device: the engine's GPU path too (sources passed).
+    assert r["out"][0] == expected[0] and expected[1] in r["out"][1], report
     assert r["out_deleted"] == [1, 1], report
     assert r["broadcast"][0] == "UnimplementedError" and "broadcast: values[0] is CUDA" in r["broadcast"][1]
