@@ -23,6 +23,7 @@ using testing::FormGroup;
 using testing::Group;
 using testing::LocalSettings;
 using testing::OnAll;
+using testing::OneMemberCommunicator;
 
 // A typed buffer filled with small integers.
 struct Buf {
@@ -470,16 +471,8 @@ TEST(Handles, ThenReportsTheTimeout) {
 
 // The C API's additions for framework integrations, on a group of one.
 TEST(CApi, TaskNamesHealthDefaultAndCallbacks) {
-  auto port = internal::FreeLocalPorts(1);
-  ASSERT_EQ(port.size(), 1u);
-  ::setenv("TF_CONFIG",
-           ("{\"cluster\":{\"worker\":[\"127.0.0.1:" + std::to_string(port[0]) +
-            "\"]},\"task\":{\"type\":\"worker\",\"index\":0}}")
-               .c_str(),
-           1);
-  rm_communicator* c = nullptr;
-  ASSERT_EQ(rm_communicator_create_from_env(&c), RM_OK) << rm_last_error();
-  ::unsetenv("TF_CONFIG");
+  rm_communicator* c = OneMemberCommunicator();
+  ASSERT_NE(c, nullptr);
   EXPECT_STREQ(rm_task_name(c, 0), "/job:worker/task:0");
   EXPECT_EQ(rm_task_name(c, 1), nullptr);
   EXPECT_EQ(rm_health(c), RM_OK);

@@ -19,6 +19,7 @@
 #include "free_ports.h"
 #include "local_bootstrap.h"
 #include "ringmaster/communicator.h"
+#include "ringmaster/ringmaster.h"
 
 namespace ringmaster::testing {
 
@@ -40,6 +41,23 @@ inline std::vector<CommunicatorSettings> LocalSettings(int n) {
     out[r].heartbeat_timeout_seconds = 10;
   }
   return out;
+}
+
+// The C API's communicator of a group of one (TF_CONFIG of one worker on a
+// fresh local port, set only while it forms); nullptr with a test failure.
+inline rm_communicator* OneMemberCommunicator() {
+  auto port = internal::FreeLocalPorts(1);
+  EXPECT_EQ(port.size(), 1u);
+  if (port.size() != 1) return nullptr;
+  ::setenv("TF_CONFIG",
+           ("{\"cluster\":{\"worker\":[\"127.0.0.1:" + std::to_string(port[0]) +
+            "\"]},\"task\":{\"type\":\"worker\",\"index\":0}}")
+               .c_str(),
+           1);
+  rm_communicator* c = nullptr;
+  EXPECT_EQ(rm_communicator_create_from_env(&c), RM_OK) << rm_last_error();
+  ::unsetenv("TF_CONFIG");
+  return c;
 }
 
 // Runs fn(rank) on n threads and joins them.

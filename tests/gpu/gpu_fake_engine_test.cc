@@ -636,16 +636,8 @@ TEST_F(FakeGpu, HostCollectivesDoNotQueueBehindAGpuCall) {
 // The C API a framework's GPU kernel calls (TensorFlow's): out of place
 // from its inputs, on its stream, and in place where the output is the input.
 TEST_F(FakeGpu, TheCApiTakesSourcesOnTheCallersStream) {
-  auto port = internal::FreeLocalPorts(1);
-  ASSERT_EQ(port.size(), 1u);
-  ::setenv("TF_CONFIG",
-           ("{\"cluster\":{\"worker\":[\"127.0.0.1:" + std::to_string(port[0]) +
-            "\"]},\"task\":{\"type\":\"worker\",\"index\":0}}")
-               .c_str(),
-           1);
-  rm_communicator* c = nullptr;
-  ASSERT_EQ(rm_communicator_create_from_env(&c), RM_OK) << rm_last_error();
-  ::unsetenv("TF_CONFIG");
+  rm_communicator* c = testing::OneMemberCommunicator();
+  ASSERT_NE(c, nullptr);
   cudaStream_t s = fake::NewStream(0);
   Tensor in = DeviceTensor(0, 64, DataType::kFloat32), out = DeviceTensor(0, 64, DataType::kFloat32);
   Tensor same = DeviceTensor(0, 8, DataType::kFloat32);
