@@ -8,6 +8,12 @@
 # RINGMASTER_WITH_NCCL: AUTO (default: on when found), ON (error if not
 # found), OFF. Sets RINGMASTER_HAVE_NCCL and the imported targets
 # Ringmaster::cudart and Ringmaster::nccl.
+#
+# With the backend, NVRTC (libnvrtc + nvrtc.h: a toolkit's, or the
+# nvidia-cuda-nvrtc-cu12 wheel's) compiles the agent's own kernels at build
+# time (ringmaster_nvrtc_embed below); RINGMASTER_HAVE_NVRTC says whether it was
+# found. Without it the build still succeeds and the agent does without them.
+# -DRINGMASTER_NVRTC_LIBRARY=OFF leaves NVRTC out on purpose.
 
 set(RINGMASTER_WITH_NCCL AUTO CACHE STRING "Build the NCCL/CUDA backend: AUTO | ON | OFF")
 set_property(CACHE RINGMASTER_WITH_NCCL PROPERTY STRINGS AUTO ON OFF)
@@ -63,3 +69,61 @@ if(NOT RINGMASTER_WITH_NCCL STREQUAL "OFF")
                    "(run scripts/setup, or set CUDA_HOME / NCCL_HOME)")
   endif()
 endif()
+
+# NVRTC, for the agent's kernels (agent/src/gpu/kernels/): optional.
+set(RINGMASTER_HAVE_NVRTC FALSE)
+set(RINGMASTER_KERNEL_PTX compute_80 CACHE STRING
+    "The PTX embedded for the agent's kernels (JIT-compiled by the driver on newer GPUs)")
+set(RINGMASTER_KERNEL_CUBINS sm_80 sm_90 CACHE STRING "The cubins embedded for the agent's kernels")
+if(RINGMASTER_HAVE_NCCL)
+  set(_rm_nvrtc_hints $ENV{CUDA_HOME} $ENV{CUDA_PATH} /usr/local/cuda ${RINGMASTER_CUDA_WHEELS}/nvidia/cuda_nvrtc)
+  find_path(RINGMASTER_NVRTC_INCLUDE_DIR nvrtc.h HINTS ${_rm_nvrtc_hints} PATH_SUFFIXES include)
+  find_library(RINGMASTER_NVRTC_LIBRARY NAMES nvrtc libnvrtc.so.13 libnvrtc.so.12
+               HINTS ${_rm_nvrtc_hints} PATH_SUFFIXES lib64 lib lib/x86_64-linux-gnu)
+  if(RINGMASTER_NVRTC_INCLUDE_DIR AND RINGMASTER_NVRTC_LIBRARY AND EXISTS "${RINGMASTER_NVRTC_LIBRARY}")
+    set(RINGMASTER_HAVE_NVRTC TRUE)
+    string(REPLACE ";" " " _rm_ptx "${RINGMASTER_KERNEL_PTX}")
+    string(REPLACE ";" " " _rm_cubins "${RINGMASTER_KERNEL_CUBINS}")
+    message(STATUS "Ringmaster: batched copy kernel ON: NVRTC ${RINGMASTER_NVRTC_LIBRARY} makes "
+                   "PTX ${_rm_ptx} and cubins ${_rm_cubins} at build time")
+  else()
+    message(STATUS "Ringmaster: batched copy kernel OFF: NVRTC was not found (run scripts/setup, or set "
+                   "CUDA_HOME); device packs use one cudaMemcpyAsync per tensor")
+  endif()
+endif()
+
+# ringmaster_nvrtc_embed(<out_var> SOURCE <file.cu> FUNCTION <name> [DEPENDS <headers>...])
+# Compiles SOURCE with NVRTC at build time (the program rm-nvrtc-embed,
+# tools/nvrtc-embed) into RINGMASTER_KERNEL_PTX and RINGMASTER_KERNEL_CUBINS,
+# and sets <out_var> to a generated .cc defining ringmaster::internal::<name>()
+# and <name>Origin() (agent/src/gpu/kernels/embedded_image.h). Include root:
+# agent/src.
+function(ringmaster_nvrtc_embed out_var)
+  cmake_parse_arguments(PARSE_ARGV 1 _rm "" "SOURCE;FUNCTION" "DEPENDS")
+  if(NOT TARGET rm-nvrtc-embed)
+    add_executable(rm-nvrtc-embed ${PROJECT_SOURCE_DIR}/tools/nvrtc-embed/nvrtc_embed.cc)
+    target_include_directories(rm-nvrtc-embed SYSTEM PRIVATE ${RINGMASTER_NVRTC_INCLUDE_DIR})
+    target_link_libraries(rm-nvrtc-embed PRIVATE ${CMAKE_DL_LIBS})
+    # A build-time program: no sanitizer (NVRTC, uninstrumented, would trip them).
+    target_compile_options(rm-nvrtc-embed PRIVATE -fno-sanitize=all)
+    target_link_options(rm-nvrtc-embed PRIVATE -fno-sanitize=all)
+    ringmaster_target_defaults(rm-nvrtc-embed)
+  endif()
+  get_filename_component(_rm_name ${_rm_SOURCE} NAME_WE)
+  set(_rm_out ${CMAKE_CURRENT_BINARY_DIR}/generated/${_rm_name}_images.cc)
+  set(_rm_args)
+  foreach(_rm_a ${RINGMASTER_KERNEL_PTX})
+    list(APPEND _rm_args --ptx ${_rm_a})
+  endforeach()
+  foreach(_rm_a ${RINGMASTER_KERNEL_CUBINS})
+    list(APPEND _rm_args --cubin ${_rm_a})
+  endforeach()
+  add_custom_command(OUTPUT ${_rm_out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/generated
+    COMMAND rm-nvrtc-embed --nvrtc ${RINGMASTER_NVRTC_LIBRARY} --source ${_rm_SOURCE}
+            --include ${PROJECT_SOURCE_DIR}/agent/src ${_rm_args} --function ${_rm_FUNCTION} --output ${_rm_out}
+    DEPENDS rm-nvrtc-embed ${_rm_SOURCE} ${_rm_DEPENDS}
+    COMMENT "NVRTC: ${_rm_name} -> ${RINGMASTER_KERNEL_PTX} ${RINGMASTER_KERNEL_CUBINS}"
+    VERBATIM)
+  set(${out_var} ${_rm_out} PARENT_SCOPE)
+endfunction()

@@ -46,6 +46,24 @@ bool Sym(void* lib, const char* name, F* out, std::string* missing) {
   return true;
 }
 
+// ---- The optional CUDA functions (gpu_api.h, CudaOptionalApi): a missing one stays nullptr. ----
+void LoadOptionalCuda(void* cudart, CudaOptionalApi* o) {
+  std::string absent;  // not an error: the batched copy falls back without them
+  Sym(cudart, "cudaDeviceGetAttribute", &o->DeviceGetAttribute, &absent);
+  Sym(cudart, "cudaRuntimeGetVersion", &o->RuntimeGetVersion, &absent);
+  Sym(cudart, "cudaLaunchKernel", &o->LaunchKernel, &absent);
+  Sym(cudart, "cudaFuncGetAttributes", &o->FuncGetAttributes, &absent);
+#if CUDART_VERSION >= 12000
+  Sym(cudart, "cudaLibraryLoadData", &o->LibraryLoadData, &absent);
+  Sym(cudart, "cudaLibraryUnload", &o->LibraryUnload, &absent);
+  Sym(cudart, "cudaLibraryGetKernel", &o->LibraryGetKernel, &absent);
+#endif
+#if CUDART_VERSION >= 12080
+  Sym(cudart, "cudaMemcpyBatchAsync", &o->MemcpyBatchAsync, &absent);
+#endif
+}
+// ---- end of the optional functions ----
+
 struct Loaded {
   GpuApi api;
   Status status;
@@ -99,6 +117,7 @@ Loaded* LoadOnce() {
       Sym(driver, "cuCtxGetCurrent", &a.driver.CtxGetCurrent, &none);
       Sym(driver, "cuCtxSetCurrent", &a.driver.CtxSetCurrent, &none);
     }
+    LoadOptionalCuda(cudart, &a.cuda_optional);
 
     std::string nerrors;
     void* nccl =

@@ -46,6 +46,33 @@ struct DriverApi {
   int (*CtxSetCurrent)(void* ctx) = nullptr;
 };
 
+// ---- Optional CUDA runtime functions: the batched copy (batched_copy.cc). ----
+// Each is nullptr where the loaded runtime lacks it; nothing else needs them.
+// The C signatures are spelled out (cuda_runtime.h overloads some of them).
+struct CudaOptionalApi {
+  cudaError_t (*DeviceGetAttribute)(int* value, cudaDeviceAttr attr, int device) = nullptr;
+  cudaError_t (*RuntimeGetVersion)(int* version) = nullptr;
+  cudaError_t (*LaunchKernel)(const void* func, dim3 grid, dim3 block, void** args, size_t shared_bytes,
+                              cudaStream_t stream) = nullptr;
+  cudaError_t (*FuncGetAttributes)(cudaFuncAttributes* attr, const void* func) = nullptr;
+#if CUDART_VERSION >= 12000
+  // CUDA 12.0+: context-independent loading of an image (PTX or cubin).
+  cudaError_t (*LibraryLoadData)(cudaLibrary_t* library, const void* code, cudaJitOption* jit_options,
+                                 void** jit_option_values, unsigned int num_jit_options,
+                                 cudaLibraryOption* library_options, void** library_option_values,
+                                 unsigned int num_library_options) = nullptr;
+  cudaError_t (*LibraryUnload)(cudaLibrary_t library) = nullptr;
+  cudaError_t (*LibraryGetKernel)(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) = nullptr;
+#endif
+#if CUDART_VERSION >= 12080
+  // CUDA 12.8+ (its 12.x signature; 13.0 dropped failIdx).
+  cudaError_t (*MemcpyBatchAsync)(void** dsts, void** srcs, size_t* sizes, size_t count,
+                                  cudaMemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs,
+                                  size_t* fail_idx, cudaStream_t stream) = nullptr;
+#endif
+};
+// ---- end of the optional functions ----
+
 struct NcclApi {
   decltype(&::ncclGetVersion) GetVersion = nullptr;
   decltype(&::ncclGetErrorString) GetErrorString = nullptr;
@@ -64,6 +91,7 @@ struct NcclApi {
 struct GpuApi {
   CudaApi cuda;
   DriverApi driver;
+  CudaOptionalApi cuda_optional;  // the batched copy's; each may be nullptr
   // NCCL is optional: without it GPU memory is staged through the host.
   bool have_nccl = false;
   NcclApi nccl;

@@ -1,0 +1,74 @@
+// The batched copy's pure decisions: direct items, launches, blocks, images.
+#include "gpu/batched_copy_plan.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gpu/kernels/batched_copy_core.h"
+
+namespace ringmaster::internal {
+
+unsigned CopyWordBytes(const void* dst, const void* src) {
+  return static_cast<unsigned>(
+      ringmaster_kernels::CopyWord(reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src)));
+}
+
+unsigned BlocksForItem(size_t bytes) {
+  const size_t blocks = (bytes + kBytesPerBlock - 1) / kBytesPerBlock;
+  return static_cast<unsigned>(std::clamp<size_t>(blocks, 1, kMaxBlocksPerItem));
+}
+
+bool CopiesDirectly(const CopyItem& item) {
+  if (item.bytes >= kDirectCopyMinBytes) return true;
+  return item.bytes >= kDirectNarrowCopyMinBytes && CopyWordBytes(item.dst, item.src) < 4;
+}
+
+CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel) {
+  CopyPlan plan;
+  CopyLaunch* open = nullptr;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const CopyItem& it = items[i];
+    if (it.bytes == 0) continue;
+    if (!kernel || CopiesDirectly(it)) {
+      plan.direct.push_back(i);
+      continue;
+    }
+    if (!open || open->params.count == RM_BATCHED_COPY_MAX_ITEMS) {
+      open = &plan.launches.emplace_back();
+      std::memset(&open->params, 0, sizeof(open->params));
+      open->grid = 0;
+      open->first_item = i;
+    }
+    RmBatchedCopyParams& p = open->params;
+    const unsigned k = p.count++;
+    p.dst[k] = reinterpret_cast<uintptr_t>(it.dst);
+    p.src[k] = reinterpret_cast<uintptr_t>(it.src);
+    p.bytes[k] = it.bytes;
+    open->grid += BlocksForItem(it.bytes);
+    p.block_end[k] = open->grid;
+  }
+  return plan;
+}
+
+std::vector<const EmbeddedKernelImage*> ImagesToTry(std::span<const EmbeddedKernelImage> images, int cc_major,
+                                                    int cc_minor) {
+  const int device = cc_major * 10 + cc_minor;
+  std::vector<const EmbeddedKernelImage*> cubins, ptx;
+  for (const auto& img : images) {
+    if (img.size == 0 || img.data == nullptr) continue;
+    if (img.ptx) {
+      if (img.arch <= device) ptx.push_back(&img);
+    } else if (img.arch / 10 == cc_major && img.arch % 10 <= cc_minor) {
+      cubins.push_back(&img);
+    }
+  }
+  auto newest_first = [](const EmbeddedKernelImage* a, const EmbeddedKernelImage* b) {
+    return a->arch > b->arch;
+  };
+  std::stable_sort(cubins.begin(), cubins.end(), newest_first);
+  std::stable_sort(ptx.begin(), ptx.end(), newest_first);
+  cubins.insert(cubins.end(), ptx.begin(), ptx.end());
+  return cubins;
+}
+
+}  // namespace ringmaster::internal
