@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "collectives/kernels.h"
+#include "gpu/batched_copy.h"
+#include "gpu/batched_copy_params.h"
 
 // The opaque handles of the real headers, defined here for the fake.
 struct CUstream_st {
@@ -416,6 +418,70 @@ cudaError_t FreeHost(void* p) {
   return cudaSuccess;
 }
 
+// ---------------------------------------------------------------- the batched copy kernel
+
+// The runtime's loading of the agent's embedded image, and its kernel run on
+// the host: the launch's one parameter is the RmBatchedCopyParams.
+int g_library = 0, g_kernel = 0;  // their addresses are the handles
+cudaError_t RuntimeGetVersion(int* v) {
+  *v = 12090;
+  return cudaSuccess;
+}
+cudaError_t DeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device < 0 || device >= S().devices) return cudaErrorInvalidDevice;
+  if (attr == cudaDevAttrComputeCapabilityMajor)
+    *value = 9;
+  else if (attr == cudaDevAttrComputeCapabilityMinor)
+    *value = 0;
+  else
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+cudaError_t LibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
+                            cudaLibraryOption*, void**, unsigned int) {
+  if (!code) return cudaErrorInvalidValue;
+  *lib = reinterpret_cast<cudaLibrary_t>(&g_library);
+  return cudaSuccess;
+}
+cudaError_t LibraryUnload(cudaLibrary_t) {
+  return cudaSuccess;
+}
+cudaError_t LibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t, const char* name) {
+  if (std::strcmp(name, RM_BATCHED_COPY_KERNEL_NAME) != 0) return cudaErrorSymbolNotFound;
+  *kernel = reinterpret_cast<cudaKernel_t>(&g_kernel);
+  return cudaSuccess;
+}
+cudaError_t FuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (func != &g_kernel) return cudaErrorInvalidDeviceFunction;
+  *attr = {};
+  attr->maxThreadsPerBlock = 1024;
+  return cudaSuccess;
+}
+cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t s) {
+  Lock lock(S().mu);
+  const int d = NeedContext();
+  if (func != &g_kernel || !args) return cudaErrorInvalidDeviceFunction;
+  CUstream_st* st = Resolve(s);
+  if (st->device != d)
+    return cudaErrorInvalidResourceHandle;  // a kernel runs on the current device's streams
+  const RmBatchedCopyParams p = *static_cast<const RmBatchedCopyParams*>(args[0]);
+  if (p.count == 0 || p.count > RM_BATCHED_COPY_MAX_ITEMS || grid.x != p.block_end[p.count - 1] ||
+      block.x != RM_BATCHED_COPY_THREADS)
+    return cudaErrorInvalidConfiguration;
+  ++S().stats.kernel_launches;
+  Enqueue(st, [p] {
+    for (unsigned i = 0; i < p.count; ++i) {
+      const void* src = reinterpret_cast<const void*>(p.src[i]);
+      void* dst = reinterpret_cast<void*>(p.dst[i]);
+      const char* from = Shadow(src, p.bytes[i], "the batched copy kernel (read)");
+      char* to = Shadow(dst, p.bytes[i], "the batched copy kernel (write)");
+      if (from && to) std::memmove(to, from, p.bytes[i]);
+    }
+    return true;
+  });
+  return cudaSuccess;
+}
+
 // ---------------------------------------------------------------- NCCL
 
 int g_nccl_version = 22703;
@@ -689,6 +755,14 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     c.HostAlloc = HostAlloc;
     c.FreeHost = FreeHost;
     c.StreamIsCapturing = StreamIsCapturing;
+    auto& o = a.cuda_optional;
+    o.RuntimeGetVersion = RuntimeGetVersion;
+    o.DeviceGetAttribute = DeviceGetAttribute;
+    o.LibraryLoadData = LibraryLoadData;
+    o.LibraryUnload = LibraryUnload;
+    o.LibraryGetKernel = LibraryGetKernel;
+    o.FuncGetAttributes = FuncGetAttributes;
+    o.LaunchKernel = LaunchKernel;
     a.driver.CtxGetCurrent = CtxGetCurrent;
     a.driver.CtxSetCurrent = CtxSetCurrent;
     a.have_nccl = with_nccl;
@@ -711,6 +785,7 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     s.stop = false;
   }
   s.worker = std::thread(WorkerLoop);
+  internal::ResetBatchedCopyForTesting();  // the kernel is loaded anew from this table
   internal::SetGpuApiForTesting(&s.api);
 }
 
@@ -822,6 +897,15 @@ void SetAgentMemoryLimit(int device, size_t bytes) {
 void SetHangingRank(int r) {
   Lock lock(S().mu);
   S().hang_rank = r;
+}
+
+void SetBatchedCopyKernel(bool available) {
+  {
+    Lock lock(S().mu);
+    S().api.cuda_optional.LibraryLoadData = available ? LibraryLoadData : nullptr;
+    S().api.cuda_optional.LaunchKernel = available ? LaunchKernel : nullptr;
+  }
+  internal::ResetBatchedCopyForTesting();
 }
 
 void SetAsyncError(bool on) {

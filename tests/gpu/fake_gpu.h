@@ -14,6 +14,10 @@
 //     one (cudaSetDevice included, as CUDA 12 does); HasContext() says which;
 //   - a stream can capture a CUDA graph: work queued on it then never runs,
 //     and a stream that waits on an event recorded in a capture joins it;
+//   - the agent's batched copy kernel loads from its embedded image (compute
+//     capability 9.0) and runs on the host, reading the launch's parameter
+//     struct; launched on a stream of another device than the current one,
+//     it fails as CUDA's kernels do;
 //   - non-blocking NCCL communicators answer ncclInProgress after init and
 //     after each group, and refuse another call until polled to success;
 //     ncclCommAbort waits until every collective of the communicator that
@@ -41,10 +45,11 @@ struct Stats {
   int group_starts = 0;
   int host_allocs = 0;  // cudaHostAlloc (staging)
   int d2d_copies = 0, d2h_copies = 0, h2d_copies = 0;
-  int stream_waits = 0;    // cudaStreamWaitEvent
-  int events_created = 0;  // cudaEventCreateWithFlags
-  int device_allocs = 0;   // cudaMallocAsync calls by the agent
-  size_t agent_bytes = 0;  // device memory the agent holds now
+  int stream_waits = 0;     // cudaStreamWaitEvent
+  int events_created = 0;   // cudaEventCreateWithFlags
+  int kernel_launches = 0;  // the batched copy kernel's
+  int device_allocs = 0;    // cudaMallocAsync calls by the agent
+  size_t agent_bytes = 0;   // device memory the agent holds now
   size_t peak_agent_bytes = 0;
   int unique_ids = 0;
 };
@@ -92,6 +97,9 @@ void SetAgentMemoryLimit(int device, size_t bytes);
 // error reported by every comm; aborted collectives that stay on their
 // stream until released (a kernel slow to see the abort).
 void SetHangingRank(int nccl_rank);
+// Whether the runtime can load the batched copy kernel (a CUDA 11 runtime,
+// or a build without NVRTC, cannot).
+void SetBatchedCopyKernel(bool available);
 void SetAsyncError(bool on);
 void HoldAbortedKernels(bool on);
 

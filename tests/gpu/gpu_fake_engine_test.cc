@@ -181,8 +181,9 @@ TEST_F(FakeGpu, ManyTensorsInManyPacksAreGroupedAndUnpacked) {
   auto st = fake::GetStats();
   EXPECT_GT(st.allreduces, 6);  // several packs, one NCCL group each
   EXPECT_EQ(st.group_starts, st.allreduces);
-  EXPECT_GE(st.d2d_copies, 2 * 300 - 2 * st.allreduces);  // packed and unpacked (lone tensors in place)
-  EXPECT_EQ(st.device_allocs, 1);                         // the fusion buffer, nothing per pack
+  EXPECT_GT(st.kernel_launches, 0);  // packed and unpacked by the batched copy ...
+  EXPECT_EQ(st.d2d_copies, 0);       // ... not one copy per tensor
+  EXPECT_EQ(st.device_allocs, 1);    // the fusion buffer, nothing per pack
 }
 
 TEST_F(FakeGpu, RingHintStagesThroughPinnedHostBuffers) {
@@ -651,7 +652,9 @@ TEST_F(FakeGpu, TheCApiTakesSourcesOnTheCallersStream) {
   ASSERT_EQ(rm_handle_wait(h), RM_OK) << rm_last_error();
   EXPECT_EQ(Values(out)[63], 63.0);
   EXPECT_EQ(Values(same)[7], 2.0);
-  EXPECT_EQ(fake::GetStats().d2d_copies, 2 + 2);  // the two packed in and out; nothing of the caller's
+  // The two packed: one batched copy in, one out; nothing of the caller's.
+  EXPECT_EQ(fake::GetStats().kernel_launches, 2);
+  EXPECT_EQ(fake::GetStats().d2d_copies, 0);
   rm_communicator_destroy(c);
 }
 
@@ -664,6 +667,24 @@ TEST_F(FakeGpu, CallsReuseTheEventsOnTheCallersStreams) {
   const int after_first = fake::GetStats().events_created;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
   EXPECT_EQ(fake::GetStats().events_created, after_first) << "a call created events of its own";
+}
+
+TEST_F(FakeGpu, WithoutTheBatchedCopyKernelEveryTensorIsCopiedOnItsOwn) {
+  fake::SetBatchedCopyKernel(false);
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 10; ++i) {
+    ts.push_back(DeviceTensor(0, 3 + i, DataType::kFloat32));
+    SetValues(ts.back(), [i](size_t j) { return Value(i, j); });
+  }
+  ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
+  for (int i = 0; i < 10; ++i) {
+    auto got = Values(ts[i]);
+    for (size_t j = 0; j < got.size(); ++j) ASSERT_EQ(got[j], Value(i, j));
+  }
+  EXPECT_EQ(fake::GetStats().kernel_launches, 0);
+  EXPECT_EQ(fake::GetStats().d2d_copies, 2 * 10);  // one pack: each tensor in and out
 }
 
 }  // namespace

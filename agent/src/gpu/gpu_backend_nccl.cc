@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collectives/algorithms.h"
+#include "gpu/batched_copy.h"
 #include "gpu/cuda_backend.h"
 
 namespace ringmaster::internal::gpu {
@@ -159,7 +160,7 @@ Status CudaGpuBackend::RunNccl(CallPlan& plan) {
 }
 
 // Queues the call on our streams: per pack, the packed tensors copied into
-// the fusion buffer, one ncclAllReduce per local GPU in one NCCL group
+// the fusion buffer (one batched copy: batched_copy.h), one ncclAllReduce per local GPU in one NCCL group
 // (a lone tensor reduced where it lies, from its source if it has one), the
 // results copied back out; then each GPU's `done_`. Stream order keeps a
 // pack's use of the fusion buffer after the previous pack's copies out.
@@ -171,17 +172,16 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
   if (!red.ok()) return red.status();
   DeviceGuard guard(api);
   state_ = NcclState::kRunning;
+  std::vector<CopyItem> copies;  // one pack's, per GPU: one batched copy each way
   for (const DevicePack& pack : packs) {
     auto type = NcclDataType(pack.dtype, api.nccl_version);
     if (!type.ok()) return type.status();
     for (size_t l = 0; l < g && !pack.lone(); ++l) {
       RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
-      for (const auto& it : pack.items) {
-        RM_RETURN_IF_ERROR(
-            Cuda(api.cuda.MemcpyAsync(fusion_[l] + it.offset, InputOf(plan.views[l][it.tensor]), it.bytes,
-                                      cudaMemcpyDeviceToDevice, streams_[l]),
-                 "packing (cudaMemcpyAsync)"));
-      }
+      copies.clear();
+      for (const auto& it : pack.items)
+        copies.push_back({fusion_[l] + it.offset, InputOf(plan.views[l][it.tensor]), it.bytes});
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l]));
     }
     Status st;
     (void)api.nccl.GroupStart();
@@ -205,11 +205,10 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
     RM_RETURN_IF_ERROR(WaitOrAbort(api, Spec(plan, comms_, {}, true, plan.what)));
     for (size_t l = 0; l < g && !pack.lone(); ++l) {
       RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
-      for (const auto& it : pack.items) {
-        RM_RETURN_IF_ERROR(Cuda(api.cuda.MemcpyAsync(plan.views[l][it.tensor].data, fusion_[l] + it.offset,
-                                                     it.bytes, cudaMemcpyDeviceToDevice, streams_[l]),
-                                "unpacking (cudaMemcpyAsync)"));
-      }
+      copies.clear();
+      for (const auto& it : pack.items)
+        copies.push_back({plan.views[l][it.tensor].data, fusion_[l] + it.offset, it.bytes});
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l]));
     }
   }
   for (size_t l = 0; l < g; ++l) {
