@@ -50,6 +50,46 @@ bool WantsRestart(RestartPolicy p, const ReplicaObservation& o) {
   return false;
 }
 
+// Whether a failed replica under policy `p` is replaced by the job (a new
+// pod, whose predecessor's failure the state machine sees) rather than
+// restarted where it is by the kubelet (a pod's restartPolicy OnFailure or
+// Always; `ringmaster run` restarts its process as the kubelet would):
+// recovery InPlace, or restartPolicy ExitCode (both give pods
+// restartPolicy Never).
+bool ReplacedByTheJob(const DistributedJob& job, RestartPolicy p) {
+  return job.run_policy.recovery == RecoveryPolicy::kInPlace || p == RestartPolicy::kExitCode;
+}
+
+// The members of the job's group: the chief and the workers (a PS or an
+// evaluator forms no group).
+bool IsMember(ReplicaType t) {
+  return t == ReplicaType::kChief || t == ReplicaType::kWorker;
+}
+
+// Whether member `key` has other members and each of them has ended for
+// good: it succeeded and its restartPolicy does not run it again (Always
+// would). Restarted alone, `key` would wait for peers that never come
+// (its formation times out, at each restart, until backoffLimit or the
+// deadline).
+bool PeersDone(const DistributedJob& job, const std::map<ReplicaKey, const ReplicaObservation*>& by_key,
+               const ReplicaKey& key) {
+  if (!IsMember(key.type)) return false;
+  int peers = 0;
+  for (const auto& [type, spec] : job.replica_specs) {
+    if (!IsMember(type)) continue;
+    for (int i = 0; i < spec.replicas; ++i) {
+      const ReplicaKey k{type, i};
+      if (k == key) continue;
+      auto it = by_key.find(k);
+      if (it == by_key.end() || it->second->deleting || it->second->phase != ReplicaPhase::kSucceeded ||
+          spec.restart_policy == RestartPolicy::kAlways)
+        return false;
+      ++peers;
+    }
+  }
+  return peers > 0;
+}
+
 bool IsActive(const ReplicaObservation& o) {
   return o.phase == ReplicaPhase::kPending || o.phase == ReplicaPhase::kRunning;
 }
@@ -411,14 +451,21 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       if (o.phase == ReplicaPhase::kPending) all_running = false;
       if (o.phase == ReplicaPhase::kRunning || o.phase == ReplicaPhase::kPending) continue;
       if (o.phase == ReplicaPhase::kSucceeded && spec.restart_policy != RestartPolicy::kAlways) continue;
-      // An exit: restart it, or the job has failed.
-      if (WantsRestart(spec.restart_policy, o)) {
+      // An exit: restart it, or the job has failed. A member replaced once
+      // every other member has succeeded could not form its group again.
+      const bool restart = WantsRestart(spec.restart_policy, o);
+      const bool alone = restart && o.phase == ReplicaPhase::kFailed &&
+                         ReplacedByTheJob(job, spec.restart_policy) && PeersDone(job, by_key, key);
+      if (restart && !alone) {
         restarts_wanted.push_back({ActionKind::kRestart, key});
         continue;
       }
       Finish(d, ConditionType::kFailed, "ReplicaFailed",
-             Describe(key) + " exited with code " + std::to_string(o.exit_code) + " (restartPolicy " +
-                 std::string(RestartPolicyName(spec.restart_policy)) + ")",
+             Describe(key) + " exited with code " + std::to_string(o.exit_code) +
+                 (alone ? " after every other member succeeded: restarted alone it could not form its "
+                          "group again"
+                        : "") +
+                 " (restartPolicy " + std::string(RestartPolicyName(spec.restart_policy)) + ")",
              now);
       d.actions.clear();
       AfterFinish(job, observed, now, d);

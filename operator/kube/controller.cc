@@ -154,14 +154,7 @@ bool Controller::Synced() const {
 void Controller::OnPod(WatchEventType type, const json& pod, const json* old) {
   const std::string key = JobKeyOf(pod, options_.kind.job_label);
   if (key.empty()) return;
-  const std::string name = MetadataString(pod, "name");
-  if (type == WatchEventType::kDeleted) {
-    expectations_.ObservedDelete(key, name);
-    expectations_.ObservedCreate(key, name);
-  } else {
-    expectations_.ObservedCreate(key, name);
-    if (pod["metadata"].contains("deletionTimestamp")) expectations_.ObservedDelete(key, name);
-  }
+  expectations_.Observe(key, type, pod);
   (void)old;
   queue_.Add(key);
 }
@@ -244,7 +237,8 @@ Status Controller::Sync(const std::string& key) {
   const std::vector<json> pods = pod_informers_[idx]->ByJob(key);
   const std::vector<json> services = service_informers_[idx]->ByJob(key);
   const int64_t now = NowSeconds();
-  Plan plan = options_.kind.plan(*job, pods, services, expectations_.Get(key, now), now, options_.build);
+  Plan plan =
+      options_.kind.plan(*job, pods, services, expectations_.Settle(key, pods, now), now, options_.build);
 
   auto all_done = Execute(key, idx, *job, plan);
   if (!all_done.ok()) return all_done.status();
@@ -357,7 +351,7 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         break;
       case ApiActionKind::kCreatePod:
         if (!create_pods) break;
-        expectations_.ExpectCreate(key, a.name, now);
+        expectations_.Asked(key, a, now);
         batched.push_back(&a);
         calls.push_back({"POST", "/api/v1/namespaces/" + ns + "/pods", &a.object});
         break;
@@ -376,15 +370,13 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         break;
       }
       case ApiActionKind::kDeletePod: {
-        expectations_.ExpectDelete(key, a.name, now);
+        expectations_.Asked(key, a, now);
         auto resp = client_.Request("DELETE", "/api/v1/namespaces/" + ns + "/pods/" + a.name);
+        expectations_.Answered(key, a, resp.ok() ? resp->code : 0);
         if (resp.ok() && resp->ok()) {
           metrics_.PodDeleted();
           (a.reason == "RestartingPod" ? restarted : deleted).push_back(a.name);
-        } else if (resp.ok() && resp->code == 404) {
-          expectations_.ObservedDelete(key, a.name);
-        } else {
-          expectations_.Cancel(key, a.name);
+        } else if (!resp.ok() || resp->code != 404) {
           ok = false;
         }
         break;
@@ -413,6 +405,7 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
   for (size_t i = 0; i < answers.size(); ++i) {
     const HttpResponse& resp = answers[i];
     const ApiAction& a = *batched[i];
+    expectations_.Answered(key, a, resp.code);
     if (a.kind == ApiActionKind::kCreateService) {
       if (resp.ok()) {
         RecordEvent(job, false, a.reason, "created headless Service " + a.name);
@@ -424,7 +417,6 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
       metrics_.PodCreated();
       created.push_back(a.name);
     } else if (resp.code != 409) {  // 409 AlreadyExists: the cache lags; the pod will show up
-      expectations_.Cancel(key, a.name);
       ok = false;
       RecordEvent(job, true, "FailedCreatePod", "creating pod " + a.name + ": " + resp.Message());
     }

@@ -24,6 +24,13 @@
 //                    annotation). The plan's
 //                    status is then the job's, as if written, unless
 //                    `nowrite`.
+//   reconcile t=N [nowrite]
+//                    `plan` as the controller runs it: what is pending comes
+//                    from its expectations (transcript_shell.h: the
+//                    "observe", "observe-gone" and "answer" lines), and the
+//                    plan's pod creations and deletions raise them. The
+//                    output opens with what was pending and ends with what
+//                    is expected after the plan.
 //
 // RINGMASTER_REWRITE_TRANSCRIPTS=1 rewrites the files with what the code says.
 #include <gtest/gtest.h>
@@ -35,6 +42,7 @@
 #include "time_util.h"
 #include "transcript.h"
 #include "transcript_job.h"
+#include "transcript_shell.h"
 
 namespace ringmaster::op {
 namespace {
@@ -163,9 +171,11 @@ class PlanTranscript : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PlanTranscript, PlansAsWritten) {
   json job;
+  testing::Shell shell_state;  // the controller's expectations, for "reconcile"
   ringmaster::testing::RunTranscript(GetParam(), [&](const TranscriptCase& c) -> std::string {
     if (c.command == "job") {
       job = ringmaster::testing::TranscriptJob(c);
+      shell_state.Reset();
       return "ok";
     }
     if (c.command == "update") {
@@ -176,15 +186,17 @@ TEST_P(PlanTranscript, PlansAsWritten) {
       for (const auto& line : c.input) SetAtPath(c, job, line);
       return "ok";
     }
-    if (c.command != "plan") {
+    if (c.command != "plan" && c.command != "reconcile") {
       ADD_FAILURE() << c.Where() << ": unknown command " << c.command;
       return "";
     }
+    const bool shell = c.command == "reconcile";
     const int64_t now = kT0 + std::stoll(c.Arg("t", "0"));
     std::vector<json> pods;
     std::optional<json> service;
     Pending pending;
     for (const auto& line : c.input) {
+      if (shell && testing::IsShellLine(line)) continue;
       std::istringstream in(line);
       std::string first, replica;
       in >> first >> replica;
@@ -198,10 +210,18 @@ TEST_P(PlanTranscript, PlansAsWritten) {
         pods.push_back(ParsePod(c, job, line));
       }
     }
+    auto pod_name = [&](const std::string& replica) { return PodNameOf(job, replica); };
+    std::string opening;
+    if (shell) {
+      pending = shell_state.PendingFor(
+          c, pods, [&](const std::string& line) { return ParsePod(c, job, line); }, pod_name, now);
+      opening = "pending: " + testing::RenderPending(pending) + "\n";
+    }
     BuildOptions opts;
     opts.network_policy = c.Has("networkPolicy");
     const Plan plan = PlanJob(job, pods, service ? &*service : nullptr, pending, now, opts);
-    const std::string out = Render(plan, job.value("status", json()));
+    std::string out = opening + Render(plan, job.value("status", json()));
+    if (shell) out += "\n" + shell_state.Execute(c, plan, pod_name, now);
     if (plan.status && !c.Has("nowrite")) job["status"] = *plan.status;
     return out;
   });

@@ -16,6 +16,12 @@
 //                    unless `nowrite`; `pruned`: the status as
 //                    training-operator's CRD stores it (the fields it does
 //                    not know dropped).
+//   reconcile t=N [nowrite] [pruned]
+//                    `plan` as the controller runs it, as in
+//                    plan_transcript_test: what is pending comes from its
+//                    expectations (transcript_shell.h: "observe",
+//                    "observe-gone" and "answer" lines), and the plan's pod
+//                    creations and deletions raise them
 //   pod <name>, svc <name>, netpol <name>, gang <kind>
 //                    the pod, the Service, the NetworkPolicy or the gang
 //                    object (Workload, PodGroup) the last plan creates, as
@@ -33,6 +39,7 @@
 #include "time_util.h"
 #include "transcript.h"
 #include "transcript_job.h"
+#include "transcript_shell.h"
 
 namespace ringmaster::op {
 namespace {
@@ -171,6 +178,7 @@ class TfJobPlanTranscript : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TfJobPlanTranscript, PlansAsWritten) {
   json job;
+  testing::Shell shell_state;  // the controller's expectations, for "reconcile"
   std::optional<Plan> last;
   ringmaster::testing::RunTranscript(GetParam(), [&](const TranscriptCase& c) -> std::string {
     if (c.command == "tfjob") {
@@ -185,6 +193,7 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       if (!meta.contains("namespace")) meta["namespace"] = "ns";
       if (!meta.contains("uid")) meta["uid"] = "uid-1";
       if (!meta.contains("generation")) meta["generation"] = 1;
+      shell_state.Reset();
       return "ok";
     }
     if (c.command == "set") {
@@ -223,14 +232,16 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
       }
       return out;
     }
-    if (c.command != "plan") {
+    if (c.command != "plan" && c.command != "reconcile") {
       ADD_FAILURE() << c.Where() << ": unknown command " << c.command;
       return "";
     }
+    const bool shell = c.command == "reconcile";
     const int64_t now = kT0 + std::stoll(c.Arg("t", "0"));
     std::vector<json> pods, services;
     Pending pending;
     for (const auto& line : c.input) {
+      if (shell && testing::IsShellLine(line)) continue;
       std::istringstream in(line);
       std::string first, replica;
       in >> first >> replica;
@@ -246,6 +257,13 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
         pods.push_back(ParsePod(c, job, line));
       }
     }
+    auto pod_name = [&](const std::string& replica) { return PodNameOf(job, replica); };
+    std::string opening;
+    if (shell) {
+      pending = shell_state.PendingFor(
+          c, pods, [&](const std::string& line) { return ParsePod(c, job, line); }, pod_name, now);
+      opening = "pending: " + testing::RenderPending(pending) + "\n";
+    }
     BuildOptions opts;
     opts.network_policy = c.Has("networkPolicy");
     const std::string gang = c.Arg("gang");
@@ -253,7 +271,8 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
                                  : GangApiFromDiscovery({{"name", "scheduling.k8s.io"},
                                                          {"versions", json::array({{{"version", gang}}})}});
     last = PlanTfJob(job, pods, services, pending, now, opts);
-    const std::string out = Render(*last, job.value("status", json()));
+    std::string out = opening + Render(*last, job.value("status", json()));
+    if (shell) out += "\n" + shell_state.Execute(c, *last, pod_name, now);
     if (!c.Has("nowrite")) {
       if (last->status) job["status"] = *last->status;
       if (c.Has("pruned")) {
