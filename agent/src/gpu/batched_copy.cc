@@ -40,7 +40,7 @@ DeviceKernel Load(const GpuApi& api, int device) {
   DeviceKernel k;
   const auto images = BatchedCopyImages();
   if (images.empty()) {
-    k.what = std::string("no kernel image in this build (") + BatchedCopyImagesOrigin() + ")";
+    k.what = std::string("no kernel image: ") + BatchedCopyImagesOrigin();
     return k;
   }
   const CudaOptionalApi& o = api.cuda_optional;

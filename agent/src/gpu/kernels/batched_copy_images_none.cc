@@ -9,7 +9,7 @@ std::span<const EmbeddedKernelImage> BatchedCopyImages() {
 }
 
 const char* BatchedCopyImagesOrigin() {
-  return "none: this build of the agent found no NVRTC";
+  return "this build of the agent found no NVRTC";
 }
 
 }  // namespace ringmaster::internal

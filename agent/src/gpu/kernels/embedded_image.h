@@ -17,7 +17,8 @@ struct EmbeddedKernelImage {
 // The batched copy kernel's images (kernels/batched_copy.cu); empty where the
 // build had no NVRTC.
 std::span<const EmbeddedKernelImage> BatchedCopyImages();
-// What made them, e.g. "NVRTC 12.9", or why there are none.
+// What made them, e.g. "NVRTC 12.9", or why there are none
+// ("this build of the agent found no NVRTC").
 const char* BatchedCopyImagesOrigin();
 
 }  // namespace ringmaster::internal
