@@ -65,6 +65,13 @@ struct Replica {
 };
 
 // Like kubelet's crash-loop backoff, shorter: 0.25 s doubling up to 5 s.
+// The job's Failed condition, when it has one that is true.
+const Condition* FailedCondition(const JobStatus& status) {
+  for (auto it = status.conditions.rbegin(); it != status.conditions.rend(); ++it)
+    if (it->type == ConditionType::kFailed && it->status && !it->message.empty()) return &*it;
+  return nullptr;
+}
+
 Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
@@ -587,6 +594,11 @@ class Runner {
       if (auto chosen = ChooseVerdict(exits)) {
         out_ << "[ringmaster] verdict: " << exits[*chosen].replica << ": "
              << OneLine(exits[*chosen].message, kMaxTerminationMessage) << "\n";
+      } else if (const Condition* failed = FailedCondition(status_)) {
+        // No replica said why (a SIGKILL leaves no word): the job's own
+        // reason, which names the replica and its exit.
+        out_ << "[ringmaster] verdict: " << failed->reason << ": "
+             << OneLine(failed->message, kMaxVerdictMessage) << "\n";
       }
     }
     out_.flush();

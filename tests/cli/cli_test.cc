@@ -270,6 +270,11 @@ TEST(Cli, RunFailsWhenAWorkerFailsWithRestartPolicyNever) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("worker-1: started 1x, last exit code 1\n"), std::string::npos) << r.output;
+  // It left no termination message: the verdict is the job's own reason.
+  EXPECT_NE(
+      r.output.find("[ringmaster] verdict: ReplicaFailed: Worker 1 exited with code 1 (restartPolicy Never)"),
+      std::string::npos)
+      << r.output;
 }
 
 TEST(Cli, RunRestartsUpToBackoffLimitThenFails) {
