@@ -3,7 +3,7 @@
 # against the testbed, with its CRDs, its webhooks on 127.0.0.1 and a sample
 # ResourceFlavor, ClusterQueue and LocalQueue. Not part of `up` (it costs
 # about 4 s): the tests that need it start it; the testbed's `down` removes
-# it too. See docs/testing.md, "Kueue on the testbed", and docs/testing-history.md.
+# it too. See docs/testing.md, "Kueue on the testbed".
 ALL_COMPONENTS+=(kueue)
 
 kueue_module() { echo sigs.k8s.io/kueue; }
