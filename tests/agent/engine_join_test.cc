@@ -419,6 +419,16 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   return out;
 }
 
+// How many members ask the leader is timing: each waits 3 s per hop of the
+// tree for its table. Under ThreadSanitizer a 64-member gRPC formation is so
+// slow that most of them ask (52 of 64 seen), which is right, only slower;
+// so the upper bounds on asking hold in the other builds only.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTimelyTree = false;
+#else
+constexpr bool kTimelyTree = true;
+#endif
+
 // A member whose parent never sends the table asks the leader for it after
 // a few seconds per hop, and sends it on to its own children: rank 1, never
 // sent it (its parent is the leader), asks and serves every odd place. The
@@ -441,7 +451,7 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableAsksTheLeaderForIt) {
   // The leader gave far fewer tables than the subtree has members (on a
   // slow machine a member two hops down may ask too before rank 1's comes).
   EXPECT_GE(round.fetched, 1);
-  EXPECT_LT(round.fetched, n / 4);
+  if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
   EXPECT_EQ(round.refused, 0u);
 }
 
@@ -467,7 +477,7 @@ TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
   const std::set<int> asked = {3, 5, 9, 17, 33};
   for (int r = 2; r < n; ++r) EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
   EXPECT_GE(round.fetched, 5);
-  EXPECT_LT(round.fetched, n / 4);
+  if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
   EXPECT_EQ(round.refused, 0u);
 }
 
