@@ -446,11 +446,18 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableAsksTheLeaderForIt) {
   }
   // Nothing serves at rank 1: it fetched its table, and sent it on to its
   // children (places 3, 5, 9, 17, 33), who sent it on to theirs.
+  // A member that was sent nothing asked the leader: every member not
+  // delivered to is one of the leader's fetches beyond rank 1's.
   EXPECT_EQ(round.delivered[1], 0);
-  for (int r = 2; r < n; ++r) EXPECT_EQ(round.delivered[r], 1) << r;
+  int undelivered = 0;
+  for (int r = 2; r < n; ++r) {
+    if (round.delivered[r] == 0) ++undelivered;
+    if (kTimelyTree) EXPECT_EQ(round.delivered[r], 1) << r;
+  }
+  EXPECT_GE(round.fetched, 1);
+  EXPECT_LE(undelivered, round.fetched - 1);
   // The leader gave far fewer tables than the subtree has members (on a
   // slow machine a member two hops down may ask too before rank 1's comes).
-  EXPECT_GE(round.fetched, 1);
   if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
   EXPECT_EQ(round.refused, 0u);
 }
@@ -473,10 +480,16 @@ TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
             "DeadlineExceeded: group formation timed out: the table of this round never came from "
             "/job:chief/task:0 (its parent in the formation tree, under the leader /job:chief/task:0)");
   // Rank 1's children (places 3, 5, 9, 17, 33) asked, and sent the table
-  // on: every other member took it from its parent.
+  // on: every other member took it from its parent (under ThreadSanitizer
+  // some ask before it comes; each of those is one more fetch).
   const std::set<int> asked = {3, 5, 9, 17, 33};
-  for (int r = 2; r < n; ++r) EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
+  int undelivered = 0;
+  for (int r = 2; r < n; ++r) {
+    if (round.delivered[r] == 0) ++undelivered;
+    if (kTimelyTree) EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
+  }
   EXPECT_GE(round.fetched, 5);
+  EXPECT_LE(undelivered, round.fetched);
   if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
   EXPECT_EQ(round.refused, 0u);
 }
