@@ -13,11 +13,12 @@ op of the same graph, so the program order is the execution order.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import re
 import threading
 import weakref
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence
 
 import ringmaster  # first: loads libringmaster.so.N with RTLD_DEEPBIND, before TensorFlow's gRPC
 import tensorflow as tf
@@ -48,11 +49,29 @@ def _op_name(name: Optional[str], default: Callable[[], str]) -> Optional[str]:
     return _normalize_name(name if name is not None else default())
 
 
+# Whose error types the ops made here raise for a mismatch across members:
+# Horovod's (FailedPreconditionError) by default, TensorFlow's strategy's
+# (InvalidArgumentError, "Shape mismatch ...") inside tensorflow_errors().
+_errors: contextvars.ContextVar[str] = contextvars.ContextVar("ringmaster_errors", default="horovod")
+
+
+@contextlib.contextmanager
+def tensorflow_errors() -> Iterator[None]:
+    """The ops made in this block raise TensorFlow's strategy's error types
+    (our MultiWorkerMirroredStrategy makes its ops in one)."""
+    token = _errors.set("tensorflow")
+    try:
+        yield
+    finally:
+        _errors.reset(token)
+
+
 def _option_attrs(options: Any) -> dict:
-    """The op's option attributes: rm_options' fields, as the core encodes them."""
+    """The op's option attributes: rm_options' fields, as the core encodes
+    them, and whose error types it raises."""
     bpp, timeout, implementation, algorithm = ringmaster.CommunicationOptions.from_any(options)._to_c()
     return {"bytes_per_pack": bpp, "timeout_seconds": timeout, "implementation": implementation,
-            "algorithm": algorithm}
+            "algorithm": algorithm, "errors": _errors.get()}
 
 
 def _check_no_xla() -> None:

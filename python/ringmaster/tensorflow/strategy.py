@@ -127,12 +127,14 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         summed = [i for i in dense if i not in engine_mean]
         for ids, op in ((engine_mean, _basics.Average), (summed, _basics.Sum)):
             if ids:
-                reduced = mpi_ops._grouped_allreduce([flat[i] for i in ids], op=op, options=options)
+                with mpi_ops.tensorflow_errors():
+                    reduced = mpi_ops._grouped_allreduce([flat[i] for i in ids], op=op, options=options)
                 for i, r in zip(ids, reduced):
                     out[i] = r / self._group_size if mean and op == _basics.Sum else r
         for i, v in enumerate(flat):
             if isinstance(v, tf.IndexedSlices):
-                s = mpi_ops.sparse_allreduce(v, _basics.Sum, options=options)
+                with mpi_ops.tensorflow_errors():
+                    s = mpi_ops.sparse_allreduce(v, _basics.Sum, options=options)
                 out[i] = tf.IndexedSlices(s.values / self._group_size, s.indices, s.dense_shape) if mean else s
         return out
 
@@ -216,7 +218,8 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
             if axis:  # Ringmaster gathers along the first dimension
                 perm = [axis] + [d for d in range(rank) if d != axis]
                 local = tf.transpose(local, perm)
-        gathered = mpi_ops.allgather(local, options=options)
+        with mpi_ops.tensorflow_errors():  # a shape mismatch: InvalidArgumentError, as TensorFlow's
+            gathered = mpi_ops.allgather(local, options=options)
         if axis:
             with _tf_ops.device(self._devices[0]):
                 gathered = tf.transpose(gathered, [perm.index(d) for d in range(rank)])

@@ -159,6 +159,26 @@ def examples(impl: str) -> None:
     guarded(out, "tf_keras_fit", lambda: fit(tf, tf_keras, strategy))
     import keras
     guarded(out, "keras3_fit", lambda: fit(tf, keras, strategy))
+    if impl == "ours":
+        # TensorFlow's strategy tests: gathers of shapes that differ beyond
+        # the gathered axis, or of different ranks, raise InvalidArgumentError
+        # matching "Shape mismatch", eagerly and in a tf.function; and the
+        # group goes on. (Not run under TensorFlow's own: its collectives stay
+        # aborted after such an error.)
+        def mismatch(run):
+            try:
+                run()
+                return "returned"
+            except tf.errors.OpError as e:
+                return {"error": type(e).__name__, "shape_mismatch": "Shape mismatch" in str(e),
+                        "names_ranks": all(f"rank {i}" in str(e) for i in range(3))}
+
+        wide = strategy.experimental_distribute_values_from_function(lambda _: tf.ones([1, r + 1]))
+        out["gather_mismatch_eager"] = mismatch(lambda: strategy.gather(wide, axis=0))
+        out["gather_mismatch_function"] = mismatch(tf.function(lambda: strategy.gather(wide, axis=0)))
+        out["all_gather_rank_mismatch"] = mismatch(lambda: strategy.run(
+            lambda: tf.distribute.get_replica_context().all_gather(tf.ones([1] * (r + 1)), axis=0)))
+        out["after_mismatch"] = strategy.reduce("sum", v, axis=None).numpy().tolist()
     report(**out)
 
 

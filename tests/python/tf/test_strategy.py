@@ -63,6 +63,12 @@ def test_strategy_examples_give_tensorflows_results(op_library, outdir):
             close(o[key]["weights"], t[key]["weights"], f"rank {rank} {key} weights")
         close(o["custom_loop"]["losses"], t["custom_loop"]["losses"], f"rank {rank} custom loop losses")
         assert "error" not in o["keras3_fit"], f"Keras 3 fit under our strategy: {o['keras3_fit']}"
+    # TensorFlow's errors from TensorFlow's strategy: a shape mismatch is
+    # InvalidArgumentError matching "Shape mismatch", naming every member.
+    for o in ours:
+        for key in ("gather_mismatch_eager", "gather_mismatch_function", "all_gather_rank_mismatch"):
+            assert o[key] == {"error": "InvalidArgumentError", "shape_mismatch": True, "names_ranks": True}, (key, o)
+        assert o["after_mismatch"] == o["plain_reduce"], o
     # Every rank ends with the same weights.
     for key in ("custom_loop", "tf_keras_fit", "keras3_fit"):
         assert len({tuple(o[key]["weights"]) for o in ours}) == 1, key

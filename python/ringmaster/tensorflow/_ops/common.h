@@ -12,6 +12,11 @@
 // all go on or all fail with the same message, naming the members and their
 // shapes. A member whose own arguments are wrong (InvalidArgument) still
 // takes part, so the others fail with FailedPrecondition instead of waiting.
+//
+// Whose errors: Horovod's API raises FailedPrecondition for a mismatch;
+// TensorFlow's strategy raises InvalidArgument matching "Shape mismatch" for
+// a mismatch of shapes. Each op's "errors" attribute says whose contract the
+// call keeps (ErrorStyle).
 #pragma once
 
 #include <cmath>
@@ -86,6 +91,17 @@ inline rm_tensor View(const Tensor& t) {
   v.dtype = RM_FLOAT32;
   (void)ToRmDtype(t.dtype(), &v.dtype);  // the op's type constraint admits only mapped dtypes
   return v;
+}
+
+// Whose error types a mismatch gets: Horovod's (FailedPrecondition) or
+// TensorFlow's strategy's (InvalidArgument, "Shape mismatch ...").
+enum class ErrorStyle { kHorovod, kTensorFlow };
+
+inline absl::Status ReadErrorStyle(OpKernelConstruction* c, ErrorStyle* style) {
+  std::string name;
+  TF_RETURN_IF_ERROR(c->GetAttr("errors", &name));
+  *style = name == "tensorflow" ? ErrorStyle::kTensorFlow : ErrorStyle::kHorovod;
+  return absl::OkStatus();
 }
 
 // The options every op carries as attributes (RINGMASTER_OPTION_ATTRS),
@@ -287,9 +303,17 @@ inline bool Joined(const Proposal& p) {
 
 // Why the members cannot go on, or OK. `me` is this member's rank (not a
 // joined one). Joined members (join.cc) are not judged: they stand in.
-inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& all, int me) {
+// A mismatch of tensors (their number, dtypes or shapes) is
+// FailedPrecondition in Horovod's style, InvalidArgument starting "Shape
+// mismatch" in TensorFlow's.
+inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& all, int me,
+                          ErrorStyle style = ErrorStyle::kHorovod) {
   const Proposal& mine = all[me];
   const char* what = KindName(mine.kind);
+  auto tensors_differ = [style](const std::string& message) {
+    return style == ErrorStyle::kTensorFlow ? absl::InvalidArgumentError("Shape mismatch: " + message)
+                                            : absl::FailedPreconditionError(message);
+  };
   auto list = [&](auto describe) {
     std::string s;
     for (size_t r = 0; r < all.size(); ++r)
@@ -316,16 +340,16 @@ inline absl::Status Judge(rm_communicator* comm, const std::vector<Proposal>& al
   for (const auto& p : all) {
     if (Joined(p)) continue;
     if (p.tensors != mine.tensors) {
-      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
-                                           ": the members passed different numbers of tensors: " +
-                                           list([](const Proposal& q) { return std::to_string(q.tensors); }));
+      return tensors_differ(std::string("ringmaster ") + what +
+                            ": the members passed different numbers of tensors: " +
+                            list([](const Proposal& q) { return std::to_string(q.tensors); }));
     }
     if (p.dtype0 != mine.dtype0) {
-      return absl::FailedPreconditionError(std::string("ringmaster ") + what +
-                                           ": mismatched data types across members: " + list(Describe));
+      return tensors_differ(std::string("ringmaster ") + what +
+                            ": mismatched data types across members: " + list(Describe));
     }
     if (tail_only ? p.tail_digest != mine.tail_digest : p.digest != mine.digest) {
-      return absl::FailedPreconditionError(
+      return tensors_differ(
           std::string("ringmaster ") + what + ": mismatched " +
           (tail_only ? "shapes (beyond the first dimension) or ranks" : "shapes or data types") +
           " across members: " + list(Describe));
@@ -373,9 +397,11 @@ absl::Status ServeJoined(rm_communicator* comm, const std::vector<Proposal>& all
 // on its arguments: it is returned as it is (after the exchange), the others
 // get FailedPrecondition naming this member. `for_joined`: the tensors that
 // members who have joined stand in for with zeros (only a host all-reduce
-// passes them; any other call fails while a member has joined).
+// passes them; any other call fails while a member has joined). `style`:
+// whose error types a mismatch gets (Judge).
 inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Status& local,
-                          const rm_options& options, const std::vector<const Tensor*>* for_joined = nullptr) {
+                          const rm_options& options, const std::vector<const Tensor*>* for_joined = nullptr,
+                          ErrorStyle style = ErrorStyle::kHorovod) {
   mine.local_error = local.ok() ? 0 : static_cast<int64_t>(local.code());
   mine.stands_in = for_joined != nullptr;
   int64_t words[Proposal::kWords];
@@ -386,7 +412,7 @@ inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Stat
   std::vector<Proposal> all;
   for (int r = 0; r < rm_size(comm); ++r)
     all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
-  TF_RETURN_IF_ERROR(Judge(comm, all, rm_rank(comm)));
+  TF_RETURN_IF_ERROR(Judge(comm, all, rm_rank(comm), style));
   for (const Proposal& p : all) {
     if (Joined(p)) {
       TF_RETURN_IF_ERROR(JoinedVerdict(comm, all));
@@ -420,14 +446,15 @@ inline absl::Status Communicator(int id, rm_communicator** comm) {
 
 // The common attributes of every collective op.
 // rm_options' fields, in its encoding (0 / RM_TIMEOUT_KEEP / AUTO keep the
-// job's defaults).
-#define RINGMASTER_OPTION_ATTRS            \
-  Attr("bytes_per_pack: int = 0")          \
-      .Attr("timeout_seconds: float = -1") \
-      .Attr("implementation: int = 0")     \
-      .Attr("algorithm: int = 0")          \
-      .Attr("process_set_id: int = 0")     \
-      .Attr("ignore_name_scope: bool = false")
+// job's defaults); "errors": whose error types a mismatch gets (ErrorStyle).
+#define RINGMASTER_OPTION_ATTRS                \
+  Attr("bytes_per_pack: int = 0")              \
+      .Attr("timeout_seconds: float = -1")     \
+      .Attr("implementation: int = 0")         \
+      .Attr("algorithm: int = 0")              \
+      .Attr("process_set_id: int = 0")         \
+      .Attr("ignore_name_scope: bool = false") \
+      .Attr("errors: {'horovod', 'tensorflow'} = 'horovod'")
 
 // The op's process set (its "process_set_id" attribute; 0: the whole group).
 inline absl::Status ReadProcessSet(OpKernelConstruction* c, int* id) {

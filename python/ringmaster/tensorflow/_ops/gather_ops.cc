@@ -68,11 +68,13 @@ class CollectiveKernel : public OpKernel {
   explicit CollectiveKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
     OP_REQUIRES_OK(c, ReadProcessSet(c, &process_set_id_));
+    OP_REQUIRES_OK(c, ReadErrorStyle(c, &errors_));
   }
 
  protected:
   rm_options options_;
   int process_set_id_ = 0;
+  ErrorStyle errors_ = ErrorStyle::kHorovod;
 };
 
 class AllGatherOp : public CollectiveKernel {
@@ -83,8 +85,8 @@ class AllGatherOp : public CollectiveKernel {
     rm_communicator* comm = nullptr;
     OP_REQUIRES_OK(ctx, Communicator(process_set_id_, &comm));
     auto ins = AllInputs(ctx);
-    OP_REQUIRES_OK(
-        ctx, Agree(comm, Propose(RM_COLLECTIVE_ALL_GATHER, ins), NotScalar("allgather", ins), options_));
+    OP_REQUIRES_OK(ctx, Agree(comm, Propose(RM_COLLECTIVE_ALL_GATHER, ins), NotScalar("allgather", ins),
+                              options_, nullptr, errors_));
     const int n = rm_size(comm);
     std::vector<int64_t> rows(ins.size()), all;
     for (size_t i = 0; i < ins.size(); ++i) rows[i] = ins[i]->dim_size(0);
@@ -146,7 +148,8 @@ class AllToAllOp : public CollectiveKernel {
                                              std::to_string(in.dim_size(0)) + ")");
       }
     }
-    OP_REQUIRES_OK(ctx, Agree(comm, Propose(RM_COLLECTIVE_ALL_TO_ALL, {&in}), local, options_));
+    OP_REQUIRES_OK(ctx,
+                   Agree(comm, Propose(RM_COLLECTIVE_ALL_TO_ALL, {&in}), local, options_, nullptr, errors_));
     std::vector<int64_t> matrix;  // row r: rank r's splits
     OP_REQUIRES_OK(ctx, GatherWords(comm, splits.data(), splits.size(), options_, &matrix));
     const int64_t row = RowElements(in);
@@ -192,7 +195,7 @@ class ReduceScatterOp : public CollectiveKernel {
     mine.reduce_op = horovod_op_;
     mine.prescale_bits = Bits(prescale_);
     mine.postscale_bits = Bits(postscale_);
-    OP_REQUIRES_OK(ctx, Agree(comm, mine, local, options_));
+    OP_REQUIRES_OK(ctx, Agree(comm, mine, local, options_, nullptr, errors_));
     for (size_t i = 0; i < ins.size(); ++i) {
       const Tensor* in = ins[i];
       Tensor scaled;

@@ -123,6 +123,7 @@ class AllReduceOp : public AsyncOpKernel {
     OP_REQUIRES_OK(c, c->GetAttr("postscale_factor", &postscale_));
     OP_REQUIRES_OK(c, ReadOptions(c, &options_));
     OP_REQUIRES_OK(c, ReadProcessSet(c, &process_set_id_));
+    OP_REQUIRES_OK(c, ReadErrorStyle(c, &errors_));
   }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
@@ -142,7 +143,7 @@ class AllReduceOp : public AsyncOpKernel {
           "GPU yet (place the op on the CPU)");
     }
     // Members that have joined stand in with zeros for host tensors (join.cc).
-    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_, gpu_ ? nullptr : &inputs), done);
+    OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_, gpu_ ? nullptr : &inputs, errors_), done);
     auto call = std::make_unique<Call>();
     call->ctx = ctx;
     call->done = std::move(done);
@@ -217,6 +218,7 @@ class AllReduceOp : public AsyncOpKernel {
   float prescale_ = 1.f, postscale_ = 1.f;
   rm_options options_;
   int process_set_id_ = 0;
+  ErrorStyle errors_ = ErrorStyle::kHorovod;
 };
 
 class BroadcastOp : public OpKernel {
