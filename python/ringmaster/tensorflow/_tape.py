@@ -7,6 +7,7 @@ from typing import Any, List, Optional, Sequence
 
 import tensorflow as tf
 
+from . import _buckets
 from ._basics import Adasum, Average, ProcessSet, global_process_set, reduce_op_value, size
 from .compression import Compression, compressed
 from .functions import broadcast_variables
@@ -46,9 +47,12 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
                         compression: Any = Compression.none, sparse_as_dense: bool = False, op: Any = Average,
                         gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
                         process_set: ProcessSet = global_process_set, options: Any = None) -> List[Any]:
-    """The gradients reduced across ranks: dense ones in as few ops as the
-    grouping allows (one by default), IndexedSlices by all-gather (or
-    densified with sparse_as_dense), None passed through."""
+    """The gradients reduced across ranks: dense ones in buckets of
+    bytes_per_pack (the options', else the job's, else 16 MiB), each its own
+    op, the last variables' first, so that a bucket is reduced while backprop
+    still computes the earlier layers' gradients (_buckets.py); with
+    ``groups`` or ``num_groups``, one op per group instead. IndexedSlices by
+    all-gather (or densified with sparse_as_dense), None passed through."""
     op = reduce_op_value(op)
     if op == Adasum:
         raise NotImplementedError("op=Adasum: the Adasum reduction is not implemented by Ringmaster")
@@ -87,7 +91,7 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
     elif num_groups > 0:
         plan = _split(dense, num_groups)
     else:
-        plan = [dense]
+        plan = _buckets.plan_for(grads, dense, options)  # buckets, the last layers' first
     for idx in plan:
         if not idx:
             continue

@@ -34,7 +34,7 @@ from tensorflow.python.distribute import values as _values
 from tensorflow.python.distribute import values_util
 from tensorflow.python.framework import ops as _tf_ops
 
-from . import _basics, mpi_ops
+from . import _basics, _buckets, mpi_ops
 
 __all__ = ["MultiWorkerMirroredStrategy", "RingmasterCrossDeviceOps"]
 
@@ -115,7 +115,10 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
 
     def _reduce_flat(self, reduce_op: Any, flat: List[Any], options: Any) -> List[Any]:
         """All-reduces worker-local values (tensors or IndexedSlices): the
-        dense ones in one op (the engine packs them by bytes_per_pack)."""
+        dense ones in buckets of bytes_per_pack, each its own op, the last
+        values' first (TensorFlow reverses its packs too: gradients come in
+        that order), so that a bucket is reduced, and its variables updated,
+        while the earlier layers' gradients are still computed (_buckets.py)."""
         mean = reduce_op == reduce_util.ReduceOp.MEAN
         one_device = len(self._devices) == 1
         out: List[Any] = [None] * len(flat)
@@ -126,10 +129,10 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         engine_mean = [i for i in dense if mean and one_device and tf.as_dtype(flat[i].dtype).is_floating]
         summed = [i for i in dense if i not in engine_mean]
         for ids, op in ((engine_mean, _basics.Average), (summed, _basics.Sum)):
-            if ids:
+            for bucket in _buckets.plan_for(flat, ids, options) if ids else []:
                 with mpi_ops.tensorflow_errors():
-                    reduced = mpi_ops._grouped_allreduce([flat[i] for i in ids], op=op, options=options)
-                for i, r in zip(ids, reduced):
+                    reduced = mpi_ops._grouped_allreduce([flat[i] for i in bucket], op=op, options=options)
+                for i, r in zip(bucket, reduced):
                     out[i] = r / self._group_size if mean and op == _basics.Sum else r
         for i, v in enumerate(flat):
             if isinstance(v, tf.IndexedSlices):

@@ -120,10 +120,18 @@ def check_optimizer_args(op: Any, gradient_predivide_factor: float, num_groups: 
     return groups
 
 
+def buckets(grads: List[Any], present: List[int]) -> List[List[int]]:
+    """The buckets of the gradients at ``present`` (ringmaster.tensorflow._buckets)."""
+    from .. import _buckets
+    return _buckets.plan_for(grads, present)
+
+
 def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gradient_predivide_factor: float,
                             groups: Any, process_set: Any) -> Callable[[List[Any], List[Any]], List[Any]]:
-    """fn(grads, variables) -> the reduced gradients, in order. One
-    collective for all of them, or one per group with ``groups``."""
+    """fn(grads, variables) -> the reduced gradients, in order: one
+    collective per bucket of the job's bytes_per_pack (16 MiB if unset), the
+    last variables' first (ringmaster.tensorflow._buckets), or one per group
+    with ``groups``."""
     if _same_op(op, op_average()):
         # The division by the group size happens in the collective; the
         # factor only moves part of it before the sum (overflow in fp16).
@@ -141,12 +149,13 @@ def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gr
             return grads  # a rank outside the process set keeps its own gradients (Horovod's rule)
         if sparse_as_dense:
             grads = [_dense(g) if g is not None else None for g in grads]
-        if groups is None:
-            return reduce_list(grads)
         present = [i for i, g in enumerate(grads) if g is not None]
-        if isinstance(groups, list):
+        split: List[List[int]]
+        if groups is None:
+            split = buckets(grads, present)
+        elif isinstance(groups, list):
             where = {variable_key(variables[i]): i for i in present}
-            split: List[List[int]] = []
+            split = []
             for group in groups:
                 members = [where.pop(variable_key(v)) for v in group if variable_key(v) in where]
                 split.append(members)
