@@ -25,14 +25,14 @@ import ringmaster  # first: loads libringmaster.so.N with RTLD_DEEPBIND, before 
 import tensorflow as tf
 
 from . import _basics, _build
-from ._basics import (Adasum, Average, Max, Min, Product, ProcessSet, Sum, add_process_set, ccl_built,
-                      check_num_rank_power_of_2, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
-                      gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
-                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
-                      nccl_built, rank, remove_process_set, rocm_built, shutdown, size, start_timeline,
-                      stop_timeline)
+from ._basics import (Adasum, Average, Max, Min, Product, Sum, ccl_built, check_num_rank_power_of_2, cross_rank,
+                      cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled,
+                      handle_average_backwards_compatibility, init, is_homogeneous, is_initialized, local_rank,
+                      local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built,
+                      shutdown, size, start_timeline, stop_timeline)
 from ._basics import reduce_op_value as _reduce_op_value
 from ._data import shard_dataset
+from .process_sets import ProcessSet, add_process_set, global_process_set, remove_process_set
 from ._tape import (DistributedGradientTape, DistributedOptimizer, PartialDistributedGradientTape,
                     broadcast_global_variables)
 from .compression import Compression, compressed

@@ -8,7 +8,8 @@ from typing import Any, List, Optional, Sequence
 import tensorflow as tf
 
 from . import _buckets
-from ._basics import Adasum, Average, ProcessSet, global_process_set, reduce_op_value, size
+from ._basics import Adasum, Average, reduce_op_value, size
+from .process_sets import ProcessSet, global_process_set
 from .compression import Compression, compressed
 from .functions import broadcast_variables
 from .mpi_ops import _grouped_allreduce, sparse_allreduce

@@ -48,7 +48,7 @@ import tensorflow as tf
 
 import ringmaster
 
-from . import _basics
+from . import process_sets
 from ._basics import rank
 from .functions import broadcast_object, broadcast_variables
 
@@ -236,7 +236,7 @@ def _reset() -> None:
     """Forms the group again, with the failed member's new incarnation (or
     without a member, or with one that waited: an elastic size)."""
     ringmaster.default_communicator().reform()
-    _basics._drop_sets_of_last_formation()
+    process_sets._drop_sets_of_last_formation()
 
 
 def run(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -253,7 +253,7 @@ def run(func: Callable[..., Any]) -> Callable[..., Any]:
                 if reformed:
                     # Collective, like the sync after it: a failure here
                     # starts the recovery over.
-                    _basics._add_sets_again()
+                    process_sets._add_sets_again()
                 state.sync()
                 return func(state, *args, **kwargs)
             except HostsUpdatedInterrupt as e:

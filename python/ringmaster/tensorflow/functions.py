@@ -9,7 +9,8 @@ from typing import Any, Callable, Iterable, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from ._basics import ProcessSet, global_process_set, rank
+from ._basics import rank
+from .process_sets import ProcessSet, global_process_set
 from .mpi_ops import _grouped_broadcast, allgather, assign, broadcast, broadcast_
 
 try:  # cloudpickle serialises lambdas and local classes, as Horovod's does

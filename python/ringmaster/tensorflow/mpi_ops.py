@@ -24,13 +24,15 @@ import ringmaster  # first: loads libringmaster.so.N with RTLD_DEEPBIND, before 
 import tensorflow as tf
 from tensorflow.python.framework import ops as _tf_ops
 
-from . import _basics, _build
-from ._basics import (Average, Sum, Adasum, Min, Max, Product, ProcessSet, add_process_set, ccl_built,  # noqa: F401
-                      check_process_set, cross_rank, cross_size, cuda_built, ddl_built, global_process_set,
-                      gloo_built, gloo_enabled, handle_average_backwards_compatibility, init, is_homogeneous,
-                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported,
-                      nccl_built, rank, reduce_op_value, remove_process_set, rocm_built, root_in_set, shutdown,
-                      size, start_timeline, stop_timeline)
+from . import _basics, _build  # _basics: where Horovod's tests look (hvd.mpi_ops._basics)
+from ._basics import (Average, Sum, Adasum, Min, Max, Product, ccl_built, cross_rank, cross_size,  # noqa: F401
+                      cuda_built, ddl_built, gloo_built, gloo_enabled, handle_average_backwards_compatibility, init,
+                      is_homogeneous, is_initialized, local_rank, local_size, mpi_built, mpi_enabled,
+                      mpi_threads_supported, nccl_built, rank, reduce_op_value, rocm_built, shutdown, size,
+                      start_timeline, stop_timeline)
+from . import process_sets
+from .process_sets import (ProcessSet, add_process_set, check_process_set, global_process_set,  # noqa: F401
+                           remove_process_set, root_in_set)
 
 _ops = _build.load()  # builds on the first import (cached), then tf.load_op_library
 
@@ -120,7 +122,7 @@ def _set_of(op: Any) -> ProcessSet:
     set_id = op.get_attr("process_set_id")
     if set_id == 0:
         return global_process_set
-    ps = ProcessSet(_basics._sets[set_id][0])
+    ps = ProcessSet(process_sets._sets[set_id][0])
     ps.process_set_id = set_id
     return ps
 
@@ -286,7 +288,7 @@ def barrier(process_set: ProcessSet = global_process_set, options: Any = None) -
 
 def size_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
     """The size of the group, or of process set ``process_set_id``."""
-    return tf.constant(_basics._process_set_size(int(process_set_id)), dtype=tf.int32, name=name)
+    return tf.constant(process_sets._process_set_size(int(process_set_id)), dtype=tf.int32, name=name)
 
 
 def local_size_op(name: Optional[str] = None) -> tf.Tensor:
@@ -303,11 +305,11 @@ def local_rank_op(name: Optional[str] = None) -> tf.Tensor:
 
 def process_set_included_op(process_set_id: int = 0, name: Optional[str] = None) -> tf.Tensor:
     """1 if this rank is in process set ``process_set_id``, else 0."""
-    return tf.constant(int(_basics._process_set_included(int(process_set_id))), dtype=tf.int32, name=name)
+    return tf.constant(int(process_sets._process_set_included(int(process_set_id))), dtype=tf.int32, name=name)
 
 
 def _set_size(process_set: ProcessSet) -> int:
-    return _basics._process_set_size(check_process_set(process_set))
+    return process_sets._process_set_size(check_process_set(process_set))
 
 
 # ------------------------------------------------------------ gradients
@@ -336,8 +338,8 @@ def _allgather_grad(op: Any, *grads: Any) -> List[Any]:
     """Each rank's slice of the averaged gradient (Horovod's rule)."""
     ps = _set_of(op)
     reduced = [_allreduce(g, op=Average, process_set=ps) for g in _zeros_for_none(grads, op.outputs)]
-    me = _basics._process_set_rank(ps.process_set_id)
-    n = _basics._process_set_size(ps.process_set_id)
+    me = process_sets._process_set_rank(ps.process_set_id)
+    n = process_sets._process_set_size(ps.process_set_id)
     return [tf.split(g, num_or_size_splits=tf.reshape(d, [n]), num=n, axis=0)[me]
             for g, d in zip(reduced, _first_dims(op.inputs, ps))]
 
@@ -348,7 +350,7 @@ def _broadcast_grad(op: Any, *grads: Any) -> List[Any]:
     input reached the output)."""
     ps = _set_of(op)
     reduced = _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=Average, process_set=ps)
-    if _basics._process_set_rank(ps.process_set_id) != op.get_attr("root_rank"):  # the set's own rank
+    if process_sets._process_set_rank(ps.process_set_id) != op.get_attr("root_rank"):  # the set's own rank
         return [g * 0 for g in reduced]
     return reduced
 
@@ -368,7 +370,7 @@ def _reducescatter_grad(op: Any, *grads: Any) -> List[Any]:
     factor = 1.0
     ps = _set_of(op)
     if op.get_attr("reduce_op") == Sum:
-        factor *= _basics._process_set_size(ps.process_set_id)
+        factor *= process_sets._process_set_size(ps.process_set_id)
     factor *= op.get_attr("prescale_factor") * op.get_attr("postscale_factor")
     if factor != 1.0:
         grads = [g * tf.cast(factor, g.dtype) for g in grads]
