@@ -2,12 +2,13 @@
 // all-gather (first dimensions may differ), all-to-all (each member's
 // splits), reduce-scatter (the first dimension split over the members), and
 // the barrier that only synchronises (join is in join.cc). Each first agrees
-// with the other members (common.h), exchanges the sizes it needs, allocates
+// with the other members (agreement.h), exchanges the sizes it needs, allocates
 // its outputs, then makes one synchronous engine call per tensor.
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "agreement.h"
 #include "common.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"

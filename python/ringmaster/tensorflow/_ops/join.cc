@@ -3,7 +3,7 @@
 // issue with zeros of the same shapes, so they need not know who stopped.
 //
 // How, without a coordinator: every collective starts with the agreement
-// (common.h), an all-gather of one proposal per member. A joined member's
+// (agreement.h), an all-gather of one proposal per member. A joined member's
 // proposal says "join" and how many agreements it has stood in since it
 // joined. From the same proposals every member reaches the same verdict:
 //   - every member joined: join() returns on all of them, with the rank
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "agreement.h"
 #include "common.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"

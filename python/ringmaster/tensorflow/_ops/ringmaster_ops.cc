@@ -1,13 +1,13 @@
 // TensorFlow ops over Ringmaster's collective engine (the C API of
 // libringmaster, ringmaster/ringmaster.h): the all-reduce and the broadcast.
 // The gathers, all-to-all, reduce-scatter and barrier are in gather_ops.cc,
-// join in join.cc; what they all share (the agreement, options, scaling) in
-// common.h.
+// join in join.cc; the agreement they all reach first in agreement.h, what
+// else they share (options, scaling) in common.h.
 //
 //   RingmasterAllReduce  a list of tensors -> the same list, reduced across
 //                        every rank of the group, in ONE engine call (so the
 //                        engine packs them by bytes_per_pack). Asynchronous:
-//                        once the members agree (common.h), the kernel
+//                        once the members agree (agreement.h), the kernel
 //                        returns and the engine's thread signals completion.
 //   RingmasterBroadcast  a list of tensors -> root_rank's values on every rank.
 //
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "agreement.h"
 #include "common.h"
 #include "tensorflow/core/framework/device_base.h"
 #include "tensorflow/core/framework/op.h"
