@@ -15,7 +15,7 @@ from typing import Any
 
 import keras
 
-from ringmaster.tensorflow.keras import _impl
+from ringmaster.tensorflow.keras import _impl, _optimizer
 from ringmaster.tensorflow.keras import _Default, _resolve
 
 from ringmaster.tensorflow.keras import checkpoint
@@ -60,8 +60,8 @@ def DistributedOptimizer(optimizer: Any, name: Any = None, device_dense: str = '
     gradients are averaged (``op``: Average or Sum) across ranks before they
     are applied; see ringmaster.tensorflow.keras.DistributedOptimizer."""
     op = _resolve(op)
-    groups = _impl.check_optimizer_args(op, gradient_predivide_factor, num_groups, groups)
-    return _impl.create_distributed_optimizer(
+    groups = _optimizer.check_optimizer_args(op, gradient_predivide_factor, num_groups, groups)
+    return _optimizer.create_distributed_optimizer(
         optimizer, name=name, compression=_resolve(compression), sparse_as_dense=sparse_as_dense,
         gradient_predivide_factor=gradient_predivide_factor, op=op, groups=groups,
         process_set=_impl.default_process_set())
@@ -82,7 +82,7 @@ def PartialDistributedOptimizer(optimizer: Any, name: Any = None, device_dense: 
     ``local_layers`` stay on each rank (not all-reduced; divided by the
     number of ranks when scale_local_gradients)."""
     op = _resolve(op)
-    groups = _impl.check_optimizer_args(op, gradient_predivide_factor, 0, groups)
+    groups = _optimizer.check_optimizer_args(op, gradient_predivide_factor, 0, groups)
     if local_layers is None:
         local_layers = []
     elif _is_layer(local_layers):
@@ -90,7 +90,7 @@ def PartialDistributedOptimizer(optimizer: Any, name: Any = None, device_dense: 
     elif not all(_is_layer(layer) for layer in local_layers):
         raise ValueError("All local layers must be of tf.keras.layers.Layer type.")
     local_vars = [v for layer in local_layers for v in layer.trainable_weights]
-    return _impl.create_distributed_optimizer(
+    return _optimizer.create_distributed_optimizer(
         optimizer, local_vars=local_vars, name=name, compression=_resolve(compression),
         sparse_as_dense=sparse_as_dense, gradient_predivide_factor=gradient_predivide_factor, op=op,
         groups=groups, process_set=_resolve(process_set), scale_local_gradients=scale_local_gradients)
@@ -131,7 +131,7 @@ def load_model(filepath: Any, custom_optimizers: Any = None, custom_objects: Any
     compression = _resolve(compression)
 
     def make_class(cls: type) -> type:
-        return _impl.distributed_class(cls, compression=compression, op=_impl.op_average(),
+        return _optimizer.distributed_class(cls, compression=compression, op=_impl.op_average(),
                                        process_set=_impl.default_process_set())
 
-    return _impl.load_model(keras, make_class, filepath, custom_optimizers, custom_objects, legacy_opts)
+    return _optimizer.load_model(keras, make_class, filepath, custom_optimizers, custom_objects, legacy_opts)

@@ -302,9 +302,9 @@ def test_load_model_wraps_optimizer(family, tmp_path):
     else:
         # ringmaster.tensorflow.keras.load_model loads with tf.keras (Keras 3 here, tf_keras under
         # TF_USE_LEGACY_KERAS=1); the shared implementation given tf_keras is what it runs then.
-        from ringmaster.tensorflow.keras import _impl
-        loaded = _impl.load_model(tf_keras, lambda cls: _impl.distributed_class(cls, op=rm.Average), path,
-                                  None, None, legacy_opts=True)
+        from ringmaster.tensorflow.keras import _optimizer
+        loaded = _optimizer.load_model(tf_keras, lambda cls: _optimizer.distributed_class(cls, op=rm.Average), path,
+                                       None, None, legacy_opts=True)
     opt = loaded.optimizer
     assert getattr(type(opt), "_ringmaster_distributed", False), type(opt).__mro__
     assert type(opt).__name__ == "SGD"

@@ -22,7 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from . import _impl, callbacks, checkpoint, elastic
+from . import _impl, _optimizer, callbacks, checkpoint, elastic
 
 # Names re-exported from ringmaster.tensorflow on first access (so importing
 # this module never needs ringmaster.tensorflow to be fully initialised).
@@ -105,8 +105,8 @@ def DistributedOptimizer(optimizer: Any, name: Any = None, device_dense: str = '
     ringmaster.tensorflow places them).
     """
     op = _resolve(op)
-    groups = _impl.check_optimizer_args(op, gradient_predivide_factor, num_groups, groups)
-    return _impl.create_distributed_optimizer(
+    groups = _optimizer.check_optimizer_args(op, gradient_predivide_factor, num_groups, groups)
+    return _optimizer.create_distributed_optimizer(
         optimizer, name=name, compression=_resolve(compression), sparse_as_dense=sparse_as_dense,
         gradient_predivide_factor=gradient_predivide_factor, op=op,
         backward_passes_per_step=backward_passes_per_step,
@@ -152,7 +152,7 @@ def load_model(filepath: Any, custom_optimizers: Any = None, custom_objects: Any
     compression = _resolve(compression)
 
     def make_class(cls: type) -> type:
-        return _impl.distributed_class(cls, compression=compression, op=_impl.op_average(),
+        return _optimizer.distributed_class(cls, compression=compression, op=_impl.op_average(),
                                        process_set=_impl.default_process_set())
 
-    return _impl.load_model(tf.keras, make_class, filepath, custom_optimizers, custom_objects, legacy_opts)
+    return _optimizer.load_model(tf.keras, make_class, filepath, custom_optimizers, custom_objects, legacy_opts)
