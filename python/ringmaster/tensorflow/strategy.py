@@ -29,7 +29,7 @@ import ringmaster  # first: loads libringmaster.so.N before TensorFlow's gRPC
 import tensorflow as tf
 from tensorflow.python.distribute import collective_util
 from tensorflow.python.distribute import cross_device_ops as _cdo
-from tensorflow.python.distribute import device_util, distribute_utils, reduce_util
+from tensorflow.python.distribute import device_util, distribute_lib, distribute_utils, reduce_util
 from tensorflow.python.distribute import values as _values
 from tensorflow.python.distribute import values_util
 from tensorflow.python.framework import ops as _tf_ops
@@ -227,6 +227,38 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
             with _tf_ops.device(self._devices[0]):
                 gathered = tf.transpose(gathered, [perm.index(d) for d in range(rank)])
         return self._to_destinations(gathered, per_replica_value, destinations)
+
+
+def _replica_all_reduce(self: Any, reduce_op: Any, value: Any, options: Any = None) -> Any:
+    """TensorFlow's ``ReplicaContext.all_reduce``, in buckets under our
+    strategy inside a ``tf.function``. TensorFlow wraps one call's values in
+    one custom gradient, whose IdentityN makes every output wait for every
+    one of them: a bucket's variables could not be updated (TensorFlow's
+    documented ``experimental_aggregate_gradients=False`` example) before the
+    last bucket is reduced. One call per bucket (_buckets.py), the last
+    values first, keeps each output waiting for its own bucket only. Other
+    strategies, and eager calls (where every value exists already), take
+    TensorFlow's path unchanged."""
+    extended = getattr(getattr(self, "_strategy", None), "extended", None)
+    ours = getattr(extended, "_cross_device_ops", None)
+    if not isinstance(ours, RingmasterCrossDeviceOps) or tf.executing_eagerly():
+        return _tf_replica_all_reduce(self, reduce_op, value, options)
+    flat = tf.nest.flatten(value)
+    if len(flat) < 2 or any(isinstance(v, tf.IndexedSlices) for v in flat):
+        return _tf_replica_all_reduce(self, reduce_op, value, options)
+    plan = _buckets.plan_for(flat, list(range(len(flat))), ours._merged(options))
+    if len(plan) < 2:
+        return _tf_replica_all_reduce(self, reduce_op, value, options)
+    out: List[Any] = [None] * len(flat)
+    for bucket in plan:
+        reduced = _tf_replica_all_reduce(self, reduce_op, [flat[i] for i in bucket], options)
+        for i, r in zip(bucket, reduced):
+            out[i] = r
+    return tf.nest.pack_sequence_as(value, out)
+
+
+_tf_replica_all_reduce = distribute_lib.ReplicaContextBase.all_reduce
+distribute_lib.ReplicaContext.all_reduce = _replica_all_reduce
 
 
 def _dense_to_slices(t: Any) -> tf.IndexedSlices:

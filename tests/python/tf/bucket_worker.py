@@ -7,7 +7,9 @@ Prints one JSON line (its report) last.
     bucket_worker.py MODE OUTDIR
 
 MODE:
-  tape         DistributedGradientTape, Keras 3 layers and optimizer
+  tape         DistributedGradientTape, Keras 3 layers and optimizer (a plain
+               Keras 3 optimizer joins every gradient before any update: only
+               the reduction's overlap is ours to show)
   tape_one_op  the same with num_groups=1: one op for every gradient
   keras        Keras 3's DistributedOptimizer (it reduces in apply)
   tf_keras     tf_keras' DistributedOptimizer (TF_USE_LEGACY_KERAS=1)
@@ -149,6 +151,11 @@ def main():
             with tf.GradientTape() as tape:
                 loss = forward_loss(x, y)
             mark = loss
+            if mode == "tf_keras":
+                # tf_keras' DistributedOptimizer reduces in compute_gradients, as Horovod's.
+                grads_and_vars = opt.compute_gradients(loss, variables, tape=tape)
+                opt.apply_gradients(grads_and_vars)
+                return loss, mark
             if mode in ("tape", "tape_one_op"):
                 tape = rm.DistributedGradientTape(tape, num_groups=1 if mode == "tape_one_op" else 0,
                                                   options=one_pack)

@@ -244,8 +244,29 @@ def distributed_class(base: type, *, name: Optional[str] = None, compression: An
         body.update(compute_gradients=compute_gradients, _compute_gradients=_compute_gradients,
                     get_gradients=get_gradients, apply_gradients=apply_gradients)
 
+    # Reduced across ranks already, in buckets: without a tf.distribute
+    # strategy, the optimizer's own sum over the default strategy's one
+    # replica changes nothing but joins every gradient (one IdentityN) before
+    # any update; skipped, each bucket's variables are updated once it is
+    # reduced. (Keras 3, tf_keras, tf_keras legacy.)
+    for method in ("_all_reduce_sum_gradients", "aggregate_gradients", "_aggregate_gradients"):
+        if hasattr(base, method):
+            body[method] = _unless_strategy(method, lambda: cls)
+
     cls = type(base.__name__, (base,), body)
     return cls
+
+
+def _unless_strategy(method: str, owner: Callable[[], type]) -> Callable[[Any, Any], Any]:
+    """The optimizer's ``method`` (a sum of (gradient, variable) pairs over
+    the strategy's replicas) under a tf.distribute strategy; without one, the
+    pairs as they are."""
+    def aggregate(self: Any, grads_and_vars: Any) -> Any:
+        if tf.distribute.has_strategy():
+            return getattr(super(owner(), self), method)(grads_and_vars)
+        return list(grads_and_vars)
+    aggregate.__name__ = method
+    return aggregate
 
 
 class _KeySet:
