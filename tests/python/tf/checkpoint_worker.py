@@ -114,13 +114,14 @@ def die_mid_write(directory: str) -> int:
     model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
     rmk.checkpoint.save(model, directory, epoch=1)
     model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
-    real = rmk.checkpoint._write_file
+    from ringmaster.tensorflow.keras import _checkpoint_files as files  # the on-disk format
+    real = files._write_file
 
     def write_then_die(path, data):
         real(path, data)
         os._exit(9)  # after the first file of the second checkpoint: no rename, no cleanup
 
-    rmk.checkpoint._write_file = write_then_die
+    files._write_file = write_then_die
     rmk.checkpoint.save(model, directory, epoch=2)
     return 1  # not reached
 
