@@ -54,7 +54,7 @@ def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gr
 
     def reduce_list(items: List[Any]) -> List[Any]:
         return _impl.grouped_allreduce(items, op=op, compression=compression, prescale_factor=prescale,
-                                 postscale_factor=postscale, process_set=process_set)
+                                       postscale_factor=postscale, process_set=process_set)
 
     def allreduce_grads(grads: List[Any], variables: Optional[List[Any]] = None) -> List[Any]:
         grads = list(grads)
