@@ -27,6 +27,7 @@
 #include "bootstrap/join_checks.h"
 #include "bootstrap/join_client.h"
 #include "bootstrap/join_rules.h"
+#include "bootstrap/proto_forms.h"
 #include "free_ports.h"
 
 namespace ringmaster {

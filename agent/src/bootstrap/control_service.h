@@ -1,9 +1,8 @@
 // The gRPC control service every member serves (proto/ringmaster/agent.proto):
 // Challenge and Join at the leader (rank 0), GetStatus everywhere. A shell:
 // it converts the messages and runs the formation core (formation_hub.h);
-// the decisions are the core's. Also the leader's own bootstrap (its entry
-// into the same round) and the protobuf forms of the join checks, which the
-// auth test and the Join fuzzer call with wire messages.
+// the decisions are the core's (the messages' forms: proto_forms.h). Also
+// the leader's own bootstrap (its entry into the same round).
 #pragma once
 
 #include <atomic>
@@ -16,24 +15,11 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/formation_hub.h"
-#include "bootstrap/join_client.h"
+#include "bootstrap/table_inbox.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "transport/auth.h"
 
 namespace ringmaster::internal {
-
-JoinClaim ClaimOf(const ringmaster::agent::v1::JoinRequest& req);
-Table TableOf(const ringmaster::agent::v1::JoinResponse& resp);
-void ToProto(const Table& table, ringmaster::agent::v1::JoinResponse* resp);
-void ToProto(const JoinClaim& claim, ringmaster::agent::v1::JoinRequest* req);
-TableAsk AskOf(const ringmaster::agent::v1::TableRequest& req);
-void ToProto(const TableAsk& ask, ringmaster::agent::v1::TableRequest* req);
-
-// CheckClaim and TableProof (join_checks.h) over the wire's messages.
-Status CheckJoin(const ringmaster::agent::v1::JoinRequest& req, const std::vector<std::string>& names,
-                 const JobKey& key, NonceBook& nonces, Clock::time_point now);
-Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
-               const ringmaster::agent::v1::JoinResponse& table);
 
 // Every method is gRPC's callback form: none holds a server thread while it
 // waits. Challenge and GetStatus answer at once; Join is answered by the
