@@ -140,7 +140,6 @@ grpc::ServerUnaryReactor* AgentService::Deliver(grpc::CallbackServerContext* ctx
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     inbox_.push_back(Delivery{std::move(table), req->proof()});
-    ++delivered_;
     while (inbox_.size() > kDeliveriesKept) inbox_.pop_front();
   }
   inbox_cv_.notify_all();
@@ -151,10 +150,6 @@ grpc::ServerUnaryReactor* AgentService::Deliver(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* AgentService::FetchTable(grpc::CallbackServerContext* ctx,
                                                    const pb::TableRequest* req, pb::TableAnswer* resp) {
   auto* reactor = ctx->DefaultReactor();
-  if (fetches_stopped_) {
-    reactor->Finish(ToGrpc(UnavailableError("the leader does not answer")));
-    return reactor;
-  }
   const TableAsk ask = AskOf(*req);
   const auto f = hub_.FetchTable(ask);
   if (!f.refused.ok()) {
@@ -169,7 +164,6 @@ grpc::ServerUnaryReactor* AgentService::FetchTable(grpc::CallbackServerContext* 
       Mac m = ForwardedTableProof(*key_, f.table);
       resp->mutable_table()->set_proof(std::string(m.data(), m.size()));
     }
-    ++fetched_;
   }
   if (!key_->empty()) {
     Mac m = TableAnswerProof(*key_, ask, f.round, f.why, f.table);

@@ -5,7 +5,6 @@
 // the leader's own bootstrap (its entry into the same round).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -62,18 +61,6 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   // The leader's: members waiting to join the next round (FormationState::Joiners).
   int Joiners() { return hub_.Joiners(); }
   bool Superseded(const Table& table) { return hub_.Superseded(table); }  // FormationState::Superseded
-  // Tables taken by Deliver so far.
-  int TablesDelivered() {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    return delivered_;
-  }
-  // Tables given by FetchTable so far (the leader's).
-  int TablesFetched() { return fetched_.load(); }
-  // Tests: FetchTable answers Unavailable from now on, as a leader that
-  // cannot be reached would.
-  void StopAnsweringFetches() { fetches_stopped_ = true; }
-  // Joins held by the hub, not answered yet (FormationHub::Waiting).
-  int WaitingJoins() { return hub_.Waiting(); }
   // What GetStatus reports of this member.
   void SetState(uint64_t incarnation, const Status& health);
   void Shutdown();
@@ -92,9 +79,6 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   std::condition_variable inbox_cv_;
   std::deque<Delivery> inbox_;  // the latest tables delivered, oldest first
   bool inbox_closed_ = false;
-  int delivered_ = 0;
-  std::atomic<int> fetched_{0};
-  std::atomic<bool> fetches_stopped_{false};
   std::mutex mu_;  // guards what GetStatus reports
   uint64_t incarnation_ = 0;
   Status health_;
