@@ -8,6 +8,7 @@
 
 #include "agent_log.h"
 #include "bootstrap/agent_bootstrap.h"
+#include "bootstrap/random_id.h"
 #include "collectives/collectives.h"
 #include "collectives/link_model.h"
 #include "gpu/gpu_backend.h"

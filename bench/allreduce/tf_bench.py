@@ -4,7 +4,7 @@ Started by run.py with a TF_CONFIG that `ringmaster tfconfig` generated (its
 service addresses mapped to 127.0.0.1 ports). Measures the all-reduce of a
 float32 tensor inside MultiWorkerMirroredStrategy with
 CommunicationOptions(implementation=RING), the same way as the C++ peers
-(bench/common/include/rmbench/bench_common.h): warm-up, timed batches of
+(common/bench/include/rmbench/bench_common.h): warm-up, timed batches of
 back-to-back calls, a bit-exact check, one JSON line per size from worker 0.
 """
 import argparse

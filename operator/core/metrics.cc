@@ -1,9 +1,5 @@
 #include "metrics.h"
 
-#include <prometheus/text_serializer.h>
-
-#include <sstream>
-
 namespace ringmaster::op {
 
 using prometheus::BuildCounter;
@@ -248,12 +244,6 @@ void OperatorMetrics::Request(std::string_view method, int code, double seconds)
       .Add({{"host", host_}, {"verb", m}},
            prometheus::Histogram::BucketBoundaries{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60})
       .Observe(seconds);
-}
-
-std::string RenderText(const prometheus::Collectable& c) {
-  std::ostringstream os;
-  prometheus::TextSerializer().Serialize(os, c.Collect());
-  return os.str();
 }
 
 }  // namespace ringmaster::op

@@ -120,8 +120,4 @@ class OperatorMetrics {
   std::string host_;
 };
 
-// The registry in the Prometheus text format (tests, and nothing else: the
-// Exposer serializes for scrapes).
-std::string RenderText(const prometheus::Collectable& c);
-
 }  // namespace ringmaster::op

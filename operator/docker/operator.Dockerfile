@@ -17,8 +17,8 @@ COPY CMakeLists.txt ./
 COPY cmake cmake/
 COPY api api/
 COPY proto proto/
+COPY common common/
 COPY agent agent/
-COPY bench/common bench/common/
 COPY cli cli/
 COPY operator operator/
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRINGMASTER_BUILD_TESTS=OFF -DRINGMASTER_E2E=OFF \

@@ -20,6 +20,7 @@
 #include "bootstrap/control_service.h"
 #include "bootstrap/join_checks.h"
 #include "bootstrap/mesh.h"
+#include "bootstrap/proto_forms.h"
 #include "clock.h"
 #include "group_util.h"
 #include "ringmaster/agent.grpc.pb.h"

@@ -27,6 +27,8 @@
 #include "bootstrap/join_checks.h"
 #include "bootstrap/join_client.h"
 #include "bootstrap/join_rules.h"
+#include "bootstrap/proto_forms.h"
+#include "control_calls.h"
 #include "free_ports.h"
 
 namespace ringmaster {
@@ -265,12 +267,14 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   const internal::JobKey key(kKey);
   internal::RefusalLog refusals("test");
   std::vector<std::unique_ptr<internal::AgentService>> services;
+  std::vector<testing::ControlCalls> calls(kN);  // what each member's server answered
   std::vector<std::unique_ptr<grpc::Server>> servers;
   std::vector<int> ports(kN, 0);
   ports[0] = internal::FreeLocalPorts(1)[0];
   for (int r = 0; r < kN; ++r) {
     services.push_back(std::make_unique<internal::AgentService>(r, names, timeout_s, &key, &refusals));
-    auto server = internal::ServeControl(services[r].get(), ports[r], names[r], /*max_threads=*/2, &ports[r]);
+    auto server = internal::ServeControl(services[r].get(), ports[r], names[r], /*max_threads=*/2, &ports[r],
+                                         calls[r].Interceptors());
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     servers.push_back(std::move(*server));
   }
@@ -286,9 +290,9 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
     });
   }
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (leader_service.WaitingJoins() < kN - 1 && std::chrono::steady_clock::now() < until)
+  while (calls[0].held_joins() < kN - 1 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(leader_service.WaitingJoins(), kN - 1);
+  EXPECT_EQ(calls[0].held_joins(), kN - 1);
   internal::LeaderBootstrap leader(&leader_service, timeout_s);
   tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   for (auto& t : followers) t.join();
@@ -298,9 +302,9 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
     EXPECT_EQ(tables[r]->incarnation, tables[0]->incarnation);
     EXPECT_EQ(tables[r]->members[r].process_id, 100u + r);
     EXPECT_EQ(tables[r]->members[r].control_port, r == 0 ? 0 : ports[r]);
-    EXPECT_EQ(services[r]->TablesDelivered(), r == 0 ? 0 : 1) << r;
+    EXPECT_EQ(calls[r].tables_delivered(), r == 0 ? 0 : 1) << r;
   }
-  EXPECT_EQ(leader_service.WaitingJoins(), 0);
+  EXPECT_EQ(calls[0].held_joins(), 0);
   EXPECT_EQ(refusals.count(), 0u);
   for (int r = 0; r < kN; ++r) {
     services[r]->Shutdown();
@@ -316,8 +320,10 @@ TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
   const internal::JobKey key(kKey), other("fedcba9876543210fedcba9876543210");
   internal::RefusalLog refusals("test");
   internal::AgentService service(1, kNames, 10, &key, &refusals);
+  testing::ControlCalls calls;
   int port = 0;
-  auto server = internal::ServeControl(&service, 0, kNames[1], internal::kControlThreads, &port);
+  auto server =
+      internal::ServeControl(&service, 0, kNames[1], internal::kControlThreads, &port, calls.Interceptors());
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   auto stub = agent::v1::Agent::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
@@ -342,7 +348,7 @@ TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
   changed.members[1].data_port = 6666;  // the leader's proof is over another table
   EXPECT_EQ(deliver(changed, proof_by(key, table)).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(refusals.count(), 3u);
-  EXPECT_EQ(service.TablesDelivered(), 0);
+  EXPECT_EQ(calls.tables_delivered(), 0);
   internal::Table older = table;
   older.incarnation = 76;
   EXPECT_TRUE(deliver(older, proof_by(key, older)).ok());
@@ -377,6 +383,7 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   const internal::JobKey key(kKey);
   internal::RefusalLog refusals("test");
   std::vector<std::unique_ptr<internal::AgentService>> services;
+  std::vector<testing::ControlCalls> calls(kN);  // what each member's server answered
   std::vector<std::unique_ptr<grpc::Server>> servers;
   std::vector<int> ports = internal::FreeLocalPorts(kN);
   StrandedRound out;
@@ -386,12 +393,13 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   for (int r = 0; r < kN; ++r) {
     services.push_back(std::make_unique<internal::AgentService>(r, names, timeout_s, &key, &refusals));
     if (r == 1) continue;  // rank 1 claims a port where nothing serves: it is never sent the table
-    auto server = internal::ServeControl(services[r].get(), ports[r], names[r], 2, &ports[r]);
+    auto server =
+        internal::ServeControl(services[r].get(), ports[r], names[r], 2, &ports[r], calls[r].Interceptors());
     EXPECT_TRUE(server.ok()) << server.status().ToString();
     if (!server.ok()) return out;
     servers.push_back(std::move(*server));
   }
-  if (!leader_answers) services[0]->StopAnsweringFetches();
+  if (!leader_answers) calls[0].StopAnsweringFetches();
   const auto start = std::chrono::steady_clock::now();
   auto since = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -411,8 +419,8 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   out.tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   out.seconds[0] = since();
   for (auto& t : threads) t.join();
-  for (int r = 0; r < kN; ++r) out.delivered[r] = services[r]->TablesDelivered();
-  out.fetched = services[0]->TablesFetched();
+  for (int r = 0; r < kN; ++r) out.delivered[r] = calls[r].tables_delivered();
+  out.fetched = calls[0].tables_fetched();
   out.refused = refusals.count();
   for (auto& s : services) s->Shutdown();
   for (auto& s : servers) s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -587,8 +595,10 @@ TEST(GrpcJoin, AFetchedTableIsGivenOnlyToTheJobKeysHolders) {
   const internal::JobKey key(kKey), other("fedcba9876543210fedcba9876543210");
   internal::RefusalLog refusals("test");
   internal::AgentService service(0, kNames, 10, &key, &refusals);
+  testing::ControlCalls calls;
   int port = 0;
-  auto server = internal::ServeControl(&service, 0, kNames[0], internal::kControlThreads, &port);
+  auto server =
+      internal::ServeControl(&service, 0, kNames[0], internal::kControlThreads, &port, calls.Interceptors());
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   auto stub = agent::v1::Agent::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
@@ -638,7 +648,7 @@ TEST(GrpcJoin, AFetchedTableIsGivenOnlyToTheJobKeysHolders) {
                 .code(),
             StatusCode::kUnavailable);
   EXPECT_EQ(refusals.count(), 2u);
-  EXPECT_EQ(service.TablesFetched(), 0);
+  EXPECT_EQ(calls.tables_fetched(), 0);
   service.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
@@ -707,8 +717,10 @@ TEST(GrpcJoin, AHeldJoinEndsWhenItsCallerGoesAwayOrItsDeadlinePasses) {
   const internal::JobKey none;
   internal::RefusalLog refusals("test");
   internal::AgentService service(0, names, 60, &none, &refusals);
+  testing::ControlCalls calls;
   const int port = internal::FreeLocalPorts(1)[0];
-  auto server = internal::ServeControl(&service, port, names[0], /*max_threads=*/2);
+  auto server =
+      internal::ServeControl(&service, port, names[0], /*max_threads=*/2, nullptr, calls.Interceptors());
   ASSERT_TRUE(server.ok()) << server.status().ToString();
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto stub = agent::v1::Agent::NewStub(channel);
@@ -719,9 +731,9 @@ TEST(GrpcJoin, AHeldJoinEndsWhenItsCallerGoesAwayOrItsDeadlinePasses) {
   req.set_data_port(4001);
   req.set_process_id(7);
   auto wait_for = [&](int n) {
-    for (int i = 0; i < 1000 && service.WaitingJoins() != n; ++i)
+    for (int i = 0; i < 1000 && calls.held_joins() != n; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    return service.WaitingJoins();
+    return calls.held_joins();
   };
   {  // The caller cancels.
     grpc::ClientContext ctx;
@@ -749,7 +761,7 @@ TEST(GrpcJoin, AHeldJoinEndsWhenItsCallerGoesAwayOrItsDeadlinePasses) {
     EXPECT_EQ(st.error_message(),
               "group formation timed out: missing /job:chief/task:0, /job:worker/task:1 (at the leader "
               "/job:chief/task:0)");
-    EXPECT_EQ(service.WaitingJoins(), 0);
+    EXPECT_EQ(calls.held_joins(), 0);
   }
   service.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

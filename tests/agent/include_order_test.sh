@@ -11,6 +11,12 @@
 #   5  the rest of the top level: the communicator and the facades
 #
 # A file may include its own folder, and any floor below its own.
+#
+# And no include cycle, within a folder or across: a module is a header and
+# its source (x.h and x.cc), and its includes are both files' includes; if
+# module A includes B, nothing B includes may lead back to A. So a header
+# that needs what two modules share gets it from a third one below both.
+# (tsort finds the cycles.)
 set -euo pipefail
 
 src=${1:-$(cd "$(dirname "$0")/../../agent/src" && pwd)}
@@ -34,6 +40,8 @@ floor_of_top() {  # a file or header at the top level
 }
 
 violations=0 files=0
+declare -A edge_at=()  # "module included" -> the first file:line that includes it
+edges=""
 while IFS= read -r -d '' path; do
   rel=${path#"$src"/}
   files=$((files + 1))
@@ -49,8 +57,14 @@ while IFS= read -r -d '' path; do
     own=""
     floor=$(floor_of_top "$rel")
   fi
+  module=${rel%.*}
   while IFS=: read -r line inc; do
     [[ $inc == ringmaster/* ]] && continue  # public headers and the generated protos: floor 0
+    to=${inc%.*}
+    if [[ -f $src/$inc && $to != "$module" && -z ${edge_at["$module $to"]:-} ]]; then
+      edge_at["$module $to"]="$rel:$line"
+      edges+="$module $to"$'\n'
+    fi
     if [[ $inc == */* ]]; then
       folder=${inc%%/*}
       [[ $folder == "$own" ]] && continue
@@ -74,8 +88,33 @@ if ((files == 0)); then
   echo "include_order_test: no source under $src" >&2
   exit 2
 fi
+
+# Cycles: tsort names every loop it breaks, its modules in include order.
+cycles=0
+loop=()
+report_loop() {
+  ((${#loop[@]} > 0)) || return 0
+  local path="" i from to
+  for ((i = 0; i < ${#loop[@]}; i++)); do
+    from=${loop[i]} to=${loop[(i + 1) % ${#loop[@]}]}
+    path+="$from -> "
+    echo "  ${edge_at["$from $to"]:-?}: $from includes $to"
+  done
+  echo "include cycle: $path${loop[0]}"
+  cycles=$((cycles + 1))
+  loop=()
+}
+while IFS= read -r msg; do
+  case $msg in
+    "tsort: -: input contains a loop:") report_loop ;;
+    "tsort: "*) loop+=("${msg#tsort: }") ;;
+  esac
+done < <(printf '%s' "$edges" | tsort 2>&1 >/dev/null)
+report_loop
+violations=$((violations + cycles))
 if ((violations > 0)); then
-  echo "include_order_test: $violations include(s) against the order in $files files" >&2
+  echo "include_order_test: $((violations - cycles)) include(s) against the order and $cycles include" \
+    "cycle(s) in $files files" >&2
   exit 1
 fi
-echo "include_order_test: $files files, every include reaches down"
+echo "include_order_test: $files files, every include reaches down, no include cycle"

@@ -22,6 +22,7 @@
 #include "bootstrap/control_service.h"
 #include "bootstrap/join_checks.h"
 #include "bootstrap/mesh.h"
+#include "bootstrap/proto_forms.h"
 #include "clock.h"
 #include "fuzz_check.h"
 #include "transport/auth.h"

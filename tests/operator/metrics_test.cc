@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "process_metrics.h"
+#include "prometheus_text.h"
 
 namespace ringmaster::op {
 namespace {

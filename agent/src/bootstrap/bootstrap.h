@@ -38,7 +38,4 @@ class Bootstrap {
   virtual void Publish(uint64_t /*incarnation*/, const Status& /*health*/) {}
 };
 
-// A random non-zero id: incarnations and process ids.
-uint64_t RandomId();
-
 }  // namespace ringmaster::internal

@@ -8,9 +8,11 @@
 
 namespace ringmaster::internal {
 
-StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int max_threads, int* bound_port) {
+StatusOr<std::unique_ptr<grpc::Server>> ServeControl(
+    AgentService* service, int port, const std::string& task, int max_threads, int* bound_port,
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors) {
   grpc::ServerBuilder builder;
+  if (!interceptors.empty()) builder.experimental().SetInterceptorCreators(std::move(interceptors));
   int selected = 0;
   builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(), &selected);
   builder.RegisterService(service);

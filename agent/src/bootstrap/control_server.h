@@ -2,8 +2,11 @@
 // the group it serves.
 #pragma once
 
+#include <grpcpp/support/server_interceptor.h>
+
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bootstrap/control_service.h"
 
@@ -22,9 +25,12 @@ constexpr int kControlThreads = 16;
 // any size (memory, `max_threads` threads, and strangers' idle or half-open
 // connections closed within seconds). A port that cannot be bound fails
 // with its cause ("address already in use") and names `task`. `bound_port`
-// (when not null): the port it serves on.
-StatusOr<std::unique_ptr<grpc::Server>> ServeControl(AgentService* service, int port, const std::string& task,
-                                                     int max_threads = kControlThreads,
-                                                     int* bound_port = nullptr);
+// (when not null): the port it serves on. `interceptors`: gRPC's server
+// interceptors, run around every call (the agent runs none; what a test
+// observes of the calls, tests/agent/control_calls.h).
+StatusOr<std::unique_ptr<grpc::Server>> ServeControl(
+    AgentService* service, int port, const std::string& task, int max_threads = kControlThreads,
+    int* bound_port = nullptr,
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors = {});
 
 }  // namespace ringmaster::internal

@@ -1,12 +1,10 @@
 // The gRPC control service every member serves (proto/ringmaster/agent.proto):
 // Challenge and Join at the leader (rank 0), GetStatus everywhere. A shell:
 // it converts the messages and runs the formation core (formation_hub.h);
-// the decisions are the core's. Also the leader's own bootstrap (its entry
-// into the same round) and the protobuf forms of the join checks, which the
-// auth test and the Join fuzzer call with wire messages.
+// the decisions are the core's (the messages' forms: proto_forms.h). Also
+// the leader's own bootstrap (its entry into the same round).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,24 +14,11 @@
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/formation_hub.h"
-#include "bootstrap/join_client.h"
+#include "bootstrap/table_inbox.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "transport/auth.h"
 
 namespace ringmaster::internal {
-
-JoinClaim ClaimOf(const ringmaster::agent::v1::JoinRequest& req);
-Table TableOf(const ringmaster::agent::v1::JoinResponse& resp);
-void ToProto(const Table& table, ringmaster::agent::v1::JoinResponse* resp);
-void ToProto(const JoinClaim& claim, ringmaster::agent::v1::JoinRequest* req);
-TableAsk AskOf(const ringmaster::agent::v1::TableRequest& req);
-void ToProto(const TableAsk& ask, ringmaster::agent::v1::TableRequest* req);
-
-// CheckClaim and TableProof (join_checks.h) over the wire's messages.
-Status CheckJoin(const ringmaster::agent::v1::JoinRequest& req, const std::vector<std::string>& names,
-                 const JobKey& key, NonceBook& nonces, Clock::time_point now);
-Mac TableProof(const JobKey& key, const ringmaster::agent::v1::JoinRequest& req,
-               const ringmaster::agent::v1::JoinResponse& table);
 
 // Every method is gRPC's callback form: none holds a server thread while it
 // waits. Challenge and GetStatus answer at once; Join is answered by the
@@ -76,18 +61,6 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   // The leader's: members waiting to join the next round (FormationState::Joiners).
   int Joiners() { return hub_.Joiners(); }
   bool Superseded(const Table& table) { return hub_.Superseded(table); }  // FormationState::Superseded
-  // Tables taken by Deliver so far.
-  int TablesDelivered() {
-    std::lock_guard<std::mutex> lock(inbox_mu_);
-    return delivered_;
-  }
-  // Tables given by FetchTable so far (the leader's).
-  int TablesFetched() { return fetched_.load(); }
-  // Tests: FetchTable answers Unavailable from now on, as a leader that
-  // cannot be reached would.
-  void StopAnsweringFetches() { fetches_stopped_ = true; }
-  // Joins held by the hub, not answered yet (FormationHub::Waiting).
-  int WaitingJoins() { return hub_.Waiting(); }
   // What GetStatus reports of this member.
   void SetState(uint64_t incarnation, const Status& health);
   void Shutdown();
@@ -106,9 +79,6 @@ class AgentService final : public ringmaster::agent::v1::Agent::CallbackService,
   std::condition_variable inbox_cv_;
   std::deque<Delivery> inbox_;  // the latest tables delivered, oldest first
   bool inbox_closed_ = false;
-  int delivered_ = 0;
-  std::atomic<int> fetched_{0};
-  std::atomic<bool> fetches_stopped_{false};
   std::mutex mu_;  // guards what GetStatus reports
   uint64_t incarnation_ = 0;
   Status health_;

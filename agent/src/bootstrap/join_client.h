@@ -3,13 +3,13 @@
 // is the channel and the two calls).
 #pragma once
 
-#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "bootstrap/bootstrap.h"
 #include "bootstrap/formation_tree.h"
+#include "bootstrap/table_inbox.h"
 #include "transport/auth.h"
 
 namespace ringmaster::internal {
@@ -21,25 +21,6 @@ using HostResolver = std::function<StatusOr<std::vector<std::string>>(const std:
 // use it): a new query on a new socket for every lookup, bounded by
 // resolv.conf's timeout and attempts.
 StatusOr<std::vector<std::string>> ResolveWithSystem(const std::string& host);
-
-// Where a member's own control service keeps the tables sent to it down the
-// formation tree (control_service.h AgentService).
-class TableInbox {
- public:
-  struct Delivery {
-    Table table;
-    std::string proof;  // the leader's ForwardedTableProof
-  };
-  virtual ~TableInbox() = default;
-  // The table of `incarnation` once delivered (it may have come already).
-  virtual StatusOr<Delivery> AwaitTable(uint64_t incarnation, Deadline deadline) = 0;
-};
-
-// Sends `table` with the leader's `proof` to the children of `place` in the
-// formation tree (formation_tree.h), all at once, each call bounded by 5 s
-// and `deadline`. A child not reached is left to fail at its own deadline,
-// naming its parent.
-void SendDownTree(const Table& table, const std::string& proof, int place, Deadline deadline);
 
 class GrpcJoinBootstrap final : public Bootstrap {
  public:

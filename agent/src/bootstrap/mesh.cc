@@ -11,6 +11,7 @@
 #include "agent_log.h"
 #include "bootstrap/join_rules.h"
 #include "bootstrap/mesh_ledger.h"
+#include "bootstrap/random_id.h"
 #include "clock.h"
 #include "transport/data_dial.h"
 #include "transport/fd_budget.h"

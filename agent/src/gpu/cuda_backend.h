@@ -1,6 +1,6 @@
 // Private to agent/src/gpu: the CUDA/NCCL implementation of GpuBackend,
 // declared once so its definition can be split by concern:
-//   gpu_backend.cc         creation, placing tensors, AllReduceOps, Run, Shutdown
+//   cuda_backend.cc        creation, placing tensors, AllReduceOps, Run, Shutdown
 //   gpu_backend_nccl.cc    the device group's formation and the NCCL path
 //   gpu_backend_staged.cc  the host-staged path (pinned buffers, the CPU engine)
 // Only those files include it; everything else sees gpu_backend.h, which has
@@ -149,7 +149,7 @@ class CudaGpuBackend final : public GpuBackend {
   void Shutdown() override;
 
  private:
-  // gpu_backend.cc
+  // cuda_backend.cc
   StatusOr<int> Where(const Tensor& t, size_t i);
   StatusOr<DeviceSplit> Split(std::span<const Tensor> tensors) {
     return SplitByDevice(tensors, [&](size_t i) { return Where(tensors[i], i); });
@@ -165,7 +165,7 @@ class CudaGpuBackend final : public GpuBackend {
   // gpu_backend_staged.cc
   Status RunStaged(Transport& t, CallPlan& plan);
   Status EnqueueStaged(Transport& t, CallPlan& plan);
-  // gpu_backend.cc: before anything of ours is queued, the callers' work is
+  // cuda_backend.cc: before anything of ours is queued, the callers' work is
   // done (waited for on the host, against the deadline), so our streams
   // never wait on a stream we do not own: an abort never waits behind it.
   Status WaitForCallers(CallPlan& plan);

@@ -11,7 +11,8 @@
 #include <mutex>
 #include <string>
 
-#include "group/flight_recorder_ring.h"
+#include "group/flight_entry.h"
+#include "ringmaster/status.h"
 
 namespace ringmaster::internal {
 

@@ -1,6 +1,6 @@
 // Header-only: ports on 127.0.0.1 for local groups (`ringmaster run`,
 // `ringmaster bench`, the tests, bench/gpu). Internal; not installed.
-// Target ringmaster_free_ports (cli/CMakeLists.txt).
+// Target ringmaster_free_ports (common/CMakeLists.txt).
 #pragma once
 
 #include <netinet/in.h>

@@ -1,7 +1,7 @@
 // Shared by the benchmark programs (the peers' and `ringmaster bench`) so
 // every peer is measured the same way: same sizes, same batching, same
 // statistics, same correctness check, one JSON line per size on rank 0.
-// Library ringmaster_bench_common (bench/common/CMakeLists.txt).
+// Library ringmaster_bench_common (common/CMakeLists.txt).
 #pragma once
 
 #include <cstdint>

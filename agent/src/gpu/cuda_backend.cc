@@ -5,10 +5,10 @@
 // caller's streams captured, choosing the path in Run, and tearing down.
 // The paths themselves are in gpu_backend_nccl.cc and gpu_backend_staged.cc
 // (cuda_backend.h declares the class they share).
+#include "gpu/cuda_backend.h"
+
 #include <algorithm>
 #include <string>
-
-#include "gpu/cuda_backend.h"
 
 namespace ringmaster::internal {
 namespace gpu {
