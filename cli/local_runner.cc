@@ -25,6 +25,7 @@
 #include "ringmaster/env_expand.h"
 #include "ringmaster/job_key.h"
 #include "ringmaster/job_state.h"
+#include "ringmaster/join_list.h"
 #include "ringmaster/replica_env.h"
 #include "ringmaster/verdict.h"
 
@@ -569,9 +570,7 @@ class Runner {
     }
     if (recoveries_ > 0) {
       out_ << "[ringmaster]   recoveries in place: " << recoveries_;
-      std::string done;
-      for (const auto& r : recovered_) done += (done.empty() ? "" : ", ") + r;
-      if (!done.empty()) out_ << " (" << done << ")";
+      if (!recovered_.empty()) out_ << " (" << JoinList(recovered_) << ")";
       // The members' word (their output), not the state machine's.
       if (resumed_after_) out_ << "; the group last resumed after step " << *resumed_after_;
       out_ << "\n";
@@ -579,9 +578,8 @@ class Runner {
         out_ << "[ringmaster]   ran shrunk: down to " << fewest_workers_ << " of " << status_.workers_wanted
              << " workers\n";
       if (!not_back_.empty()) {
-        std::string names;
-        for (const auto& [key, since] : not_back_) names += (names.empty() ? "" : ", ") + key.Name();
-        out_ << "[ringmaster]   not back when the run ended: " << names << "\n";
+        out_ << "[ringmaster]   not back when the run ended: "
+             << JoinList(not_back_, [](const auto& n) { return n.first.Name(); }) << "\n";
       }
     }
     if (verdict == "Failed") {

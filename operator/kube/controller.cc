@@ -8,6 +8,7 @@
 #include "pod_builder.h"
 #include "reconcile.h"
 #include "ringmaster/job_key.h"
+#include "ringmaster/join_list.h"
 #include "status_json.h"
 #include "tfjob_objects.h"
 #include "tfjob_reconcile.h"
@@ -404,17 +405,12 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
       RecordEvent(job, true, "FailedCreatePod", "creating pod " + a.name + ": " + resp.Message());
     }
   }
-  auto join = [](const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-    return out;
-  };
-  if (!created.empty()) RecordEvent(job, false, "SuccessfulCreatePod", "created pods: " + join(created));
-  if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
+  if (!created.empty()) RecordEvent(job, false, "SuccessfulCreatePod", "created pods: " + JoinList(created));
+  if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + JoinList(deleted));
   if (!restarted.empty())
-    RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+    RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + JoinList(restarted));
   if (!deleted_services.empty())
-    RecordEvent(job, false, "SuccessfulDeleteService", "deleted Services: " + join(deleted_services));
+    RecordEvent(job, false, "SuccessfulDeleteService", "deleted Services: " + JoinList(deleted_services));
   return ok ? OkStatus() : UnavailableError("some API calls for " + key + " failed");
 }
 
