@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "ringmaster/join_list.h"
 #include "ringmaster/verdict.h"
 
 namespace ringmaster::cli {
@@ -273,13 +274,12 @@ StatusOr<std::string> RenderFlightDumps(std::vector<FlightDump> dumps, size_t la
   if (missing.empty()) {
     line += "entered by every member with a dump";
   } else {
-    line += "never entered by ";
-    for (size_t i = 0; i < missing.size(); ++i) line += (i ? ", " : "") + missing[i];
+    line += "never entered by " + JoinList(missing);
   }
   if (!absent.empty()) {
     line += "; no dump from rank";
-    line += absent.size() > 1 ? "s" : "";
-    for (size_t i = 0; i < absent.size(); ++i) line += (i ? ", " : " ") + std::to_string(absent[i]);
+    line += absent.size() > 1 ? "s " : " ";
+    line += JoinList(absent, [](auto rank) { return std::to_string(rank); });
   }
   out += line + "\n";
 
@@ -290,9 +290,7 @@ StatusOr<std::string> RenderFlightDumps(std::vector<FlightDump> dumps, size_t la
     auto it = by_seq[m].find(top);
     if (it == by_seq[m].end() || it->second->end_unix_us) continue;
     const FlightEntry& e = *it->second;
-    std::string from;
-    for (size_t i = 0; i < e.heard_from.size(); ++i)
-      from += (i ? ", " : "") + std::to_string(e.heard_from[i]);
+    std::string from = JoinList(e.heard_from, [](auto rank) { return std::to_string(rank); });
     if (e.heard_from_more > 0) from += " and " + std::to_string(e.heard_from_more) + " more";
     heard += std::string(heard.empty() ? "" : "; ") + "rank " + std::to_string(dumps[m].rank) + " " +
              e.outcome + ", " + (from.empty() ? "heard from no one" : "heard from " + from);

@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -24,7 +23,9 @@
 #include "free_ports.h"
 #include "local_plan.h"
 #include "ringmaster/env_expand.h"
+#include "ringmaster/job_key.h"
 #include "ringmaster/job_state.h"
+#include "ringmaster/join_list.h"
 #include "ringmaster/replica_env.h"
 #include "ringmaster/verdict.h"
 
@@ -199,30 +200,28 @@ class Runner {
       Say("note: spec.communication.keySecretRef (Secret " + job_.key_secret_ref->name +
           ") cannot be read locally: this run uses a fresh key of its own");
     }
-    unsigned char key[32];
-    size_t got = 0;
-    while (got < sizeof key) {
-      const ssize_t n = getrandom(key + got, sizeof key - got, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0)
-        throw std::runtime_error(std::string("cannot make a job key: getrandom: ") + std::strerror(errno));
-      got += static_cast<size_t>(n);
-    }
+    auto made = NewJobKey();
+    if (!made.ok()) throw std::runtime_error("cannot make a job key: " + made.status().message());
+    std::string& key = *made;
     const std::string path = log_dir_ + "/job-key";
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+    if (fd < 0) {
+      const int err = errno;
+      explicit_bzero(key.data(), key.size());
+      throw std::runtime_error("cannot create " + path + ": " + std::strerror(err));
+    }
     key_file_ = path;
     // The mode is exactly 0600 whatever the umask.
     bool ok = fchmod(fd, 0600) == 0;
-    for (size_t off = 0; ok && off < sizeof key;) {
-      const ssize_t n = write(fd, key + off, sizeof key - off);
+    for (size_t off = 0; ok && off < key.size();) {
+      const ssize_t n = write(fd, key.data() + off, key.size() - off);
       if (n < 0 && errno == EINTR) continue;
       ok = n > 0;
       if (ok) off += static_cast<size_t>(n);
     }
     const int err = errno;
     ok = close(fd) == 0 && ok;
-    explicit_bzero(key, sizeof key);
+    explicit_bzero(key.data(), key.size());
     if (!ok) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
   }
 
@@ -571,9 +570,7 @@ class Runner {
     }
     if (recoveries_ > 0) {
       out_ << "[ringmaster]   recoveries in place: " << recoveries_;
-      std::string done;
-      for (const auto& r : recovered_) done += (done.empty() ? "" : ", ") + r;
-      if (!done.empty()) out_ << " (" << done << ")";
+      if (!recovered_.empty()) out_ << " (" << JoinList(recovered_) << ")";
       // The members' word (their output), not the state machine's.
       if (resumed_after_) out_ << "; the group last resumed after step " << *resumed_after_;
       out_ << "\n";
@@ -581,9 +578,8 @@ class Runner {
         out_ << "[ringmaster]   ran shrunk: down to " << fewest_workers_ << " of " << status_.workers_wanted
              << " workers\n";
       if (!not_back_.empty()) {
-        std::string names;
-        for (const auto& [key, since] : not_back_) names += (names.empty() ? "" : ", ") + key.Name();
-        out_ << "[ringmaster]   not back when the run ended: " << names << "\n";
+        out_ << "[ringmaster]   not back when the run ended: "
+             << JoinList(not_back_, [](const auto& n) { return n.first.Name(); }) << "\n";
       }
     }
     if (verdict == "Failed") {

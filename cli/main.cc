@@ -19,6 +19,7 @@
 #include "local_runner.h"
 #include "number_flag.h"
 #include "ringmaster/job.h"
+#include "ringmaster/join_list.h"
 #include "ringmaster/tf_config_gen.h"
 #include "ringmaster/tfjob.h"
 
@@ -154,16 +155,13 @@ int Validate(const std::string& path) {
     for (const auto& e : j.loaded.errors) std::cerr << FormatFieldError(e, source) << "\n";
     problems += static_cast<int>(j.loaded.errors.size());
     if (!j.loaded.job) continue;
-    std::cout << source << ": " << j.kind << " " << j.loaded.job->name << " is valid (";
-    bool first = true;
-    for (const auto& [type, spec] : j.loaded.job->replica_specs) {
+    const std::string replicas = JoinList(j.loaded.job->replica_specs, [&](const auto& r) {
+      const auto& [type, spec] = r;
       // A TFJob's Master keeps its name.
       const bool master = j.tfjob && j.tfjob->chief_is_master && type == ReplicaType::kChief;
-      std::cout << (first ? "" : ", ") << (master ? "Master" : ReplicaTypeName(type)) << " x"
-                << spec.replicas;
-      first = false;
-    }
-    std::cout << ")\n";
+      return std::string(master ? "Master" : ReplicaTypeName(type)) + " x" + std::to_string(spec.replicas);
+    });
+    std::cout << source << ": " << j.kind << " " << j.loaded.job->name << " is valid (" << replicas << ")\n";
   }
   if (problems) std::cerr << source << ": " << problems << (problems == 1 ? " problem" : " problems") << "\n";
   return problems ? 1 : 0;

@@ -1,7 +1,10 @@
+// The tables of enums.h as EnumTables: each enum's names, aliases and parsing.
 #include "ringmaster/enum_names.h"
 
-#include <cctype>
 #include <string>
+
+#include "ringmaster/ascii_case.h"
+#include "ringmaster/join_list.h"
 
 namespace ringmaster {
 namespace {
@@ -15,6 +18,11 @@ enum : int { RM_REDUCE_OP_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_IMPLEMENTATION_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_ALGORITHM_TABLE(RM_ENUM_C_ENUMERATOR) };
 enum : int { RM_COLLECTIVE_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_REPLICA_TYPE_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_RESTART_POLICY_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_CLEAN_POD_POLICY_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_RECOVERY_POLICY_TABLE(RM_ENUM_C_ENUMERATOR) };
+enum : int { RM_CONDITION_TYPE_TABLE(RM_ENUM_C_ENUMERATOR) };
 
 // An alias table may be empty; a zero-length array is not C++.
 constexpr EnumEntry kDTypes[] = {RM_DTYPE_TABLE(RM_ENUM_ENTRY)};
@@ -27,6 +35,16 @@ constexpr EnumEntry kAlgorithms[] = {RM_ALGORITHM_TABLE(RM_ENUM_ENTRY)};
 constexpr EnumEntry kAlgorithmAliases[] = {RM_ALGORITHM_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
 constexpr EnumEntry kCollectives[] = {RM_COLLECTIVE_TABLE(RM_ENUM_ENTRY)};
 constexpr EnumEntry kCollectiveAliases[] = {RM_COLLECTIVE_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kReplicaTypes[] = {RM_REPLICA_TYPE_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kReplicaTypeAliases[] = {RM_REPLICA_TYPE_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kRestartPolicies[] = {RM_RESTART_POLICY_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kRestartPolicyAliases[] = {RM_RESTART_POLICY_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kCleanPodPolicies[] = {RM_CLEAN_POD_POLICY_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kCleanPodPolicyAliases[] = {RM_CLEAN_POD_POLICY_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kRecoveryPolicies[] = {RM_RECOVERY_POLICY_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kRecoveryPolicyAliases[] = {RM_RECOVERY_POLICY_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
+constexpr EnumEntry kConditionTypes[] = {RM_CONDITION_TYPE_TABLE(RM_ENUM_ENTRY)};
+constexpr EnumEntry kConditionTypeAliases[] = {RM_CONDITION_TYPE_ALIASES(RM_ENUM_ALIAS) EnumEntry{-1, ""}};
 #define RM_HOROVOD_ENTRY(name, value, engine) EnumEntry{value, name},
 constexpr EnumEntry kHorovodReduceOps[] = {RM_HOROVOD_REDUCE_OP_TABLE(RM_HOROVOD_ENTRY)};
 #define RM_HOROVOD_ENGINE(name, value, engine) std::string_view(engine),
@@ -40,7 +58,9 @@ constexpr bool Dense(std::span<const EnumEntry> t) {
   return true;
 }
 static_assert(Dense(kDTypes) && Dense(kReduceOps) && Dense(kImplementations) && Dense(kAlgorithms) &&
-                  Dense(kCollectives) && Dense(kHorovodReduceOps),
+                  Dense(kCollectives) && Dense(kHorovodReduceOps) && Dense(kReplicaTypes) &&
+                  Dense(kRestartPolicies) && Dense(kCleanPodPolicies) && Dense(kRecoveryPolicies) &&
+                  Dense(kConditionTypes),
               "enums.h: a table's values must be 0, 1, 2, ... in order");
 
 template <size_t N>
@@ -48,29 +68,18 @@ constexpr std::span<const EnumEntry> Aliases(const EnumEntry (&a)[N]) {
   return {a, N - 1};  // without the terminator
 }
 
-bool SameLetters(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  }
-  return true;
-}
-
 std::string Names(const EnumTable& t) {
-  std::string out;
-  for (const auto& e : t.values) out += (out.empty() ? "" : ", ") + std::string(e.name);
-  return out;
+  return JoinList(t.values, [](const EnumEntry& e) { return e.name; });
 }
 
 }  // namespace
 
 StatusOr<int> EnumTable::Parse(std::string_view text, std::string_view field) const {
   for (const auto& e : values) {
-    if (SameLetters(text, e.name)) return e.value;
+    if (EqualFold(text, e.name)) return e.value;
   }
   for (const auto& e : aliases) {
-    if (SameLetters(text, e.name)) return e.value;
+    if (EqualFold(text, e.name)) return e.value;
   }
   return InvalidArgumentError(std::string(field) + ": unknown " + std::string(what) + " '" +
                               std::string(text) + "', expected one of " + Names(*this));
@@ -106,6 +115,27 @@ const EnumTable& CollectiveTable() {
 }
 const EnumTable& HorovodReduceOpTable() {
   static const EnumTable t{"Horovod reduce op", kHorovodReduceOps, {}};
+  return t;
+}
+
+const EnumTable& ReplicaTypeTable() {
+  static const EnumTable t{"replica type", kReplicaTypes, Aliases(kReplicaTypeAliases)};
+  return t;
+}
+const EnumTable& RestartPolicyTable() {
+  static const EnumTable t{"restart policy", kRestartPolicies, Aliases(kRestartPolicyAliases)};
+  return t;
+}
+const EnumTable& CleanPodPolicyTable() {
+  static const EnumTable t{"clean pod policy", kCleanPodPolicies, Aliases(kCleanPodPolicyAliases)};
+  return t;
+}
+const EnumTable& RecoveryPolicyTable() {
+  static const EnumTable t{"recovery policy", kRecoveryPolicies, Aliases(kRecoveryPolicyAliases)};
+  return t;
+}
+const EnumTable& ConditionTypeTable() {
+  static const EnumTable t{"condition type", kConditionTypes, Aliases(kConditionTypeAliases)};
   return t;
 }
 

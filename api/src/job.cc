@@ -7,18 +7,14 @@
 #include <cmath>
 #include <set>
 
+#include "ringmaster/ascii_case.h"
 #include "ringmaster/enum_names.h"
+#include "ringmaster/join_list.h"
 
 namespace ringmaster {
 namespace {
 
 using json = nlohmann::json;
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Collects errors while reading typed fields out of JSON objects.
 class Decoder {
@@ -36,9 +32,7 @@ class Decoder {
                      std::initializer_list<std::string_view> known) {
     for (const auto& [key, value] : obj.items()) {
       if (std::find(known.begin(), known.end(), key) == known.end()) {
-        std::string expected;
-        for (auto k : known) expected += (expected.empty() ? "" : ", ") + std::string(k);
-        KeyError(Join(path, key), "unknown field, expected one of: " + expected);
+        KeyError(Join(path, key), "unknown field, expected one of: " + JoinList(known));
       }
     }
   }
@@ -121,13 +115,21 @@ class Decoder {
                         const std::vector<std::pair<std::string_view, E>>& allowed) {
     auto s = String(parent, key, path);
     if (!s) return std::nullopt;
-    std::string names;
     for (const auto& [name, value] : allowed) {
       if (*s == name) return value;
-      names += (names.empty() ? "" : ", ") + (name.empty() ? std::string("\"\"") : std::string(name));
     }
+    const std::string names = JoinList(
+        allowed, [](const auto& a) { return a.first.empty() ? std::string("\"\"") : std::string(a.first); });
     Error(Join(path, key), "unknown value '" + *s + "', expected one of: " + names);
     return std::nullopt;
+  }
+  // The same for an enum of enums.h: its table's names, no aliases.
+  template <typename E>
+  std::optional<E> Enum(const json& parent, const std::string& key, const std::string& path,
+                        const EnumTable& table) {
+    std::vector<std::pair<std::string_view, E>> allowed;
+    for (const auto& e : table.values) allowed.emplace_back(e.name, static_cast<E>(e.value));
+    return Enum(parent, key, path, allowed);
   }
 
   static std::string Join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
@@ -225,11 +227,7 @@ void DecodeKeySecretRef(Decoder& d, const json& comm, const std::string& comm_pa
 void DecodeReplica(Decoder& d, const json& spec, const std::string& path, ReplicaSpec& out) {
   d.RejectUnknown(spec, path, {"replicas", "restartPolicy", "template"});
   if (auto n = d.Integer(spec, "replicas", path, 0, 100000)) out.replicas = static_cast<int>(*n);
-  if (auto p = d.Enum<RestartPolicy>(spec, "restartPolicy", path,
-                                     {{"Never", RestartPolicy::kNever},
-                                      {"OnFailure", RestartPolicy::kOnFailure},
-                                      {"Always", RestartPolicy::kAlways},
-                                      {"ExitCode", RestartPolicy::kExitCode}})) {
+  if (auto p = d.Enum<RestartPolicy>(spec, "restartPolicy", path, RestartPolicyTable())) {
     out.restart_policy = *p;
   }
   const json* tmpl = d.Object(spec, "template", path, /*required=*/true);
@@ -279,10 +277,13 @@ void DecodeReplicaSpecs(Decoder& d, const json& spec, DistributedJob& job) {
     const std::string p = path + "." + key;
     // Keys are spelled as in TFJob ("Worker"); "Master" is TFJob's old name for Chief.
     std::optional<ReplicaType> type;
-    for (ReplicaType t : kAllReplicaTypes) {
-      if (key == ReplicaTypeName(t)) type = t;
+    const EnumTable& types = ReplicaTypeTable();
+    for (const auto& e : types.values) {
+      if (key == e.name) type = static_cast<ReplicaType>(e.value);
     }
-    if (key == "Master") type = ReplicaType::kChief;
+    for (const auto& e : types.aliases) {
+      if (key == e.name) type = static_cast<ReplicaType>(e.value);
+    }
     if (!type) {
       d.KeyError(
           p, "unknown replica type '" + key + "', expected one of: Chief (or Master), Worker, PS, Evaluator");
@@ -340,15 +341,11 @@ void DecodeRunPolicy(Decoder& d, const json& spec, RunPolicy& out) {
   if (auto v = d.Integer(*r, "backoffLimit", path, 0, INT32_MAX)) out.backoff_limit = static_cast<int>(*v);
   out.active_deadline_seconds = d.Integer(*r, "activeDeadlineSeconds", path, 1, INT64_MAX);
   out.ttl_seconds_after_finished = d.Integer(*r, "ttlSecondsAfterFinished", path, 0, INT64_MAX);
-  if (auto p = d.Enum<CleanPodPolicy>(*r, "cleanPodPolicy", path,
-                                      {{"All", CleanPodPolicy::kAll},
-                                       {"Running", CleanPodPolicy::kRunning},
-                                       {"None", CleanPodPolicy::kNone}})) {
+  if (auto p = d.Enum<CleanPodPolicy>(*r, "cleanPodPolicy", path, CleanPodPolicyTable())) {
     out.clean_pod_policy = *p;
   }
   if (auto s = d.Bool(*r, "suspend", path)) out.suspend = *s;
-  if (auto p = d.Enum<RecoveryPolicy>(
-          *r, "recovery", path, {{"Job", RecoveryPolicy::kJob}, {"InPlace", RecoveryPolicy::kInPlace}})) {
+  if (auto p = d.Enum<RecoveryPolicy>(*r, "recovery", path, RecoveryPolicyTable())) {
     out.recovery = *p;
   }
 }
@@ -450,70 +447,36 @@ void DecodeSchedulingPolicy(Decoder& d, const json& spec, DistributedJob& job) {
 }  // namespace
 
 std::string_view ReplicaTypeName(ReplicaType t) {
-  switch (t) {
-    case ReplicaType::kChief:
-      return "Chief";
-    case ReplicaType::kWorker:
-      return "Worker";
-    case ReplicaType::kPS:
-      return "PS";
-    case ReplicaType::kEvaluator:
-      return "Evaluator";
-  }
-  return "Worker";
+  return ReplicaTypeTable().NameOf(static_cast<int>(t));
 }
 
 std::string_view ReplicaTypeLower(ReplicaType t) {
-  switch (t) {
-    case ReplicaType::kChief:
-      return "chief";
-    case ReplicaType::kWorker:
-      return "worker";
-    case ReplicaType::kPS:
-      return "ps";
-    case ReplicaType::kEvaluator:
-      return "evaluator";
-  }
-  return "worker";
+  // The table's names lowered, once.
+  static const std::vector<std::string> lower = [] {
+    std::vector<std::string> names;
+    for (const auto& e : ReplicaTypeTable().values) names.push_back(AsciiLower(e.name));
+    return names;
+  }();
+  const auto i = static_cast<size_t>(t);
+  return i < lower.size() ? std::string_view(lower[i]) : std::string_view();
 }
 
 std::optional<ReplicaType> ParseReplicaType(std::string_view text) {
-  const std::string l = Lower(text);
-  if (l == "master") return ReplicaType::kChief;
-  for (ReplicaType t : kAllReplicaTypes) {
-    if (l == ReplicaTypeLower(t)) return t;
-  }
-  return std::nullopt;
+  auto t = ReplicaTypeTable().Parse(text, "replica type");
+  if (!t.ok()) return std::nullopt;
+  return static_cast<ReplicaType>(*t);
 }
 
 std::string_view RestartPolicyName(RestartPolicy p) {
-  switch (p) {
-    case RestartPolicy::kNever:
-      return "Never";
-    case RestartPolicy::kOnFailure:
-      return "OnFailure";
-    case RestartPolicy::kAlways:
-      return "Always";
-    case RestartPolicy::kExitCode:
-      return "ExitCode";
-  }
-  return "Never";
+  return RestartPolicyTable().NameOf(static_cast<int>(p));
 }
 
 std::string_view CleanPodPolicyName(CleanPodPolicy p) {
-  switch (p) {
-    case CleanPodPolicy::kAll:
-      return "All";
-    case CleanPodPolicy::kRunning:
-      return "Running";
-    case CleanPodPolicy::kNone:
-      return "None";
-  }
-  return "Running";
+  return CleanPodPolicyTable().NameOf(static_cast<int>(p));
 }
 
 std::string_view RecoveryPolicyName(RecoveryPolicy p) {
-  return p == RecoveryPolicy::kInPlace ? "InPlace" : "Job";
+  return RecoveryPolicyTable().NameOf(static_cast<int>(p));
 }
 
 const ReplicaSpec* DistributedJob::Find(ReplicaType t) const {

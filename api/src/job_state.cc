@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ringmaster/enum_names.h"
+#include "ringmaster/join_list.h"
+
 namespace ringmaster {
 namespace {
 
@@ -193,9 +196,7 @@ std::string Whereabouts(const std::map<ReplicaKey, const ReplicaObservation*>& b
 }
 
 std::string Names(const std::map<ReplicaKey, int64_t>& replacements) {
-  std::string names;
-  for (const auto& [key, since] : replacements) names += (names.empty() ? "" : ", ") + Describe(key);
-  return names;
+  return JoinList(replacements, [](const auto& r) { return Describe(r.first); });
 }
 
 // An elastic group that runs without some of its workers: each missing one
@@ -247,25 +248,7 @@ std::string ReplicaKey::Name() const {
 }
 
 std::string_view ConditionTypeName(ConditionType t) {
-  switch (t) {
-    case ConditionType::kCreated:
-      return "Created";
-    case ConditionType::kQueued:
-      return "Queued";
-    case ConditionType::kRunning:
-      return "Running";
-    case ConditionType::kRestarting:
-      return "Restarting";
-    case ConditionType::kSucceeded:
-      return "Succeeded";
-    case ConditionType::kFailed:
-      return "Failed";
-    case ConditionType::kSuspended:
-      return "Suspended";
-    case ConditionType::kRecovering:
-      return "Recovering";
-  }
-  return "Created";
+  return ConditionTypeTable().NameOf(static_cast<int>(t));
 }
 
 const Condition* JobStatus::Find(ConditionType t) const {
@@ -504,8 +487,7 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       return d;
     }
     s.restart_count += static_cast<int>(restarts_wanted.size());
-    std::string names;
-    for (const auto& a : restarts_wanted) names += (names.empty() ? "" : ", ") + Describe(a.key);
+    const std::string names = JoinList(restarts_wanted, [](const auto& a) { return Describe(a.key); });
     if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
       // From its latest failure: its newest incarnation is what the others wait for.
       for (const auto& a : restarts_wanted) s.replacements[a.key] = now;

@@ -6,11 +6,12 @@
 #include "ringmaster/tfjob.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <tuple>
 
+#include "ringmaster/ascii_case.h"
+#include "ringmaster/join_list.h"
 #include "yaml_document.h"
 #include "yaml_emit.h"
 
@@ -24,12 +25,6 @@ constexpr char kDjSpecs[] = "spec.replicaSpecs";
 
 std::string Annotation(std::string_view name) {
   return "metadata.annotations." + std::string(name);
-}
-
-bool EqualFold(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
 }
 
 std::string Describe(const json& v) {
@@ -121,9 +116,7 @@ class TfJobDecoder {
                      std::string_view why = "") {
     for (const auto& [key, value] : obj.items()) {
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-      std::string expected;
-      for (auto k : known) expected += (expected.empty() ? "" : ", ") + std::string(k);
-      KeyError(path + "." + key, "unknown field, expected one of: " + expected + std::string(why));
+      KeyError(path + "." + key, "unknown field, expected one of: " + JoinList(known) + std::string(why));
     }
   }
 
@@ -209,9 +202,9 @@ class TfJobDecoder {
       const bool known = std::any_of(std::begin(kAnnotationFields), std::end(kAnnotationFields),
                                      [&](const AnnotationField& f) { return a.key() == f.name; });
       if (!known) {
-        std::string names;
-        for (const auto& f : kAnnotationFields) names += (names.empty() ? "" : ", ") + std::string(f.name);
-        names += std::string(", ") + kTfConfigAnnotation;
+        const std::string names =
+            JoinList(kAnnotationFields, [](const AnnotationField& f) { return f.name; }) + ", " +
+            kTfConfigAnnotation;
         KeyError(Annotation(a.key()), "unknown Ringmaster annotation, expected one of: " + names);
       } else if (!a->is_string()) {
         Error(Annotation(a.key()), "an annotation must be a string (quote it), got " + Describe(*a));

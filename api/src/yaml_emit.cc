@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
+#include <string_view>
+
+#include "ringmaster/ascii_case.h"
 
 namespace ringmaster::internal {
 namespace {
@@ -24,12 +26,9 @@ bool PlainSafe(const std::string& s) {
     return false;
   }
   // YAML 1.1's booleans and nulls too (kubectl reads YAML 1.1).
-  for (const char* word :
+  for (std::string_view word :
        {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "nan", "inf", "infinity"}) {
-    if (s.size() == std::strlen(word) && std::equal(s.begin(), s.end(), word, [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        }))
-      return false;
+    if (EqualFold(s, word)) return false;
   }
   return true;
 }

@@ -38,13 +38,12 @@ inline constexpr char kTerminationMessagePolicy[] = "FallbackToLogsOnError";
 // without RINGMASTER_TERMINATION_LOG).
 inline constexpr char kDefaultTerminationMessagePath[] = "/dev/termination-log";
 
-// The job key (members authenticate each other with it): the Secret the
-// operator generates for a job without spec.communication.keySecretRef, its
-// item, and where every container finds it (RINGMASTER_JOB_KEY_FILE names
-// the file: the volume projects the one item as "key", whatever its name in
-// the Secret).
+// The job key (members authenticate each other with it; NewJobKey in
+// ringmaster/job_key.h makes one): the Secret the operator generates for a
+// job without spec.communication.keySecretRef, its item, and where every
+// container finds it (RINGMASTER_JOB_KEY_FILE names the file: the volume
+// projects the one item as "key", whatever its name in the Secret).
 inline constexpr char kJobKeyItem[] = "key";
-inline constexpr int kJobKeyBytes = 32;
 inline constexpr char kJobKeyVolume[] = "ringmaster-job-key";
 inline constexpr char kJobKeyMountPath[] = "/var/run/secrets/ringmaster.io/job-key";
 inline constexpr char kJobKeyFile[] = "/var/run/secrets/ringmaster.io/job-key/key";

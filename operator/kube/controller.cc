@@ -1,16 +1,14 @@
 #include "controller.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include "log.h"
 #include "names.h"
 #include "observe.h"
 #include "pod_builder.h"
 #include "reconcile.h"
+#include "ringmaster/job_key.h"
+#include "ringmaster/join_list.h"
 #include "status_json.h"
 #include "tfjob_objects.h"
 #include "tfjob_reconcile.h"
@@ -25,20 +23,6 @@ namespace {
 
 std::string Prefix(const std::string& ns) {
   return ns.empty() ? "" : "/namespaces/" + ns;
-}
-
-// `n` bytes from the kernel's CSPRNG (getrandom(2): blocks only until it is
-// seeded, at boot).
-StatusOr<std::string> RandomBytes(size_t n) {
-  std::string out(n, '\0');
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::getrandom(out.data() + got, n - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return UnavailableError(std::string("getrandom: ") + std::strerror(errno));
-    got += static_cast<size_t>(r);
-  }
-  return out;
 }
 
 }  // namespace
@@ -322,7 +306,7 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         for (const auto& e : plan.events) RecordEvent(job, e.warning, e.reason, e.message);
         break;
       case ApiActionKind::kCreateKeySecret: {
-        auto bytes = RandomBytes(kJobKeyBytes);
+        auto bytes = NewJobKey();
         if (!bytes.ok()) {
           LogWarning("no random key for the job", {{"job", key}, {"error", bytes.status().ToString()}});
           ok = false;
@@ -421,17 +405,12 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
       RecordEvent(job, true, "FailedCreatePod", "creating pod " + a.name + ": " + resp.Message());
     }
   }
-  auto join = [](const std::vector<std::string>& names) {
-    std::string out;
-    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-    return out;
-  };
-  if (!created.empty()) RecordEvent(job, false, "SuccessfulCreatePod", "created pods: " + join(created));
-  if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + join(deleted));
+  if (!created.empty()) RecordEvent(job, false, "SuccessfulCreatePod", "created pods: " + JoinList(created));
+  if (!deleted.empty()) RecordEvent(job, false, "SuccessfulDeletePod", "deleted pods: " + JoinList(deleted));
   if (!restarted.empty())
-    RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + join(restarted));
+    RecordEvent(job, false, "RestartingPod", "deleted pods to start them anew: " + JoinList(restarted));
   if (!deleted_services.empty())
-    RecordEvent(job, false, "SuccessfulDeleteService", "deleted Services: " + join(deleted_services));
+    RecordEvent(job, false, "SuccessfulDeleteService", "deleted Services: " + JoinList(deleted_services));
   return ok ? OkStatus() : UnavailableError("some API calls for " + key + " failed");
 }
 

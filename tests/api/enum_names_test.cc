@@ -10,6 +10,8 @@
 #include <string>
 
 #include "ringmaster/comm_options.h"
+#include "ringmaster/job.h"
+#include "ringmaster/job_state.h"
 
 namespace ringmaster {
 namespace {
@@ -87,6 +89,69 @@ TEST(EnumNames, HorovodsReduceOpsKeepHorovodsNumbersAndMapToTheEnginesOps) {
   EXPECT_EQ(ReduceOpTable().NameOf(HorovodToEngineReduceOp(5)), "product");
   EXPECT_EQ(HorovodToEngineReduceOp(6), -1);
   EXPECT_EQ(HorovodToEngineReduceOp(-1), -1);
+}
+
+// The job model's enums come from the same tables: each C++ value has its
+// table's name (the spelling the CRD and TFJob use), and that name, in any
+// case, parses back to the value.
+template <typename E>
+void ExpectEveryValueNamedAndParsedBack(const EnumTable& t, std::string_view (*name_of)(E), size_t count) {
+  ASSERT_EQ(t.values.size(), count) << t.what;
+  for (size_t i = 0; i < count; ++i) {
+    const E value = static_cast<E>(i);
+    const std::string_view name = name_of(value);
+    EXPECT_FALSE(name.empty()) << t.what << " " << i;
+    EXPECT_EQ(name, t.NameOf(static_cast<int>(i))) << t.what;
+    EXPECT_EQ(*t.Parse(name, "f"), static_cast<int>(i)) << name;
+    EXPECT_EQ(*t.Parse(Upper(name), "f"), static_cast<int>(i)) << name;
+  }
+}
+
+TEST(EnumNames, TheJobModelsEnumsNameEveryValueAndParseBack) {
+  ExpectEveryValueNamedAndParsedBack(ReplicaTypeTable(), ReplicaTypeName, std::size(kAllReplicaTypes));
+  ExpectEveryValueNamedAndParsedBack(RestartPolicyTable(), RestartPolicyName, 4);
+  ExpectEveryValueNamedAndParsedBack(CleanPodPolicyTable(), CleanPodPolicyName, 3);
+  ExpectEveryValueNamedAndParsedBack(RecoveryPolicyTable(), RecoveryPolicyName, 2);
+  ExpectEveryValueNamedAndParsedBack(ConditionTypeTable(), ConditionTypeName, std::size(kAllConditionTypes));
+  for (size_t i = 0; i < std::size(kAllReplicaTypes); ++i) {
+    EXPECT_EQ(static_cast<size_t>(kAllReplicaTypes[i]), i);
+    EXPECT_EQ(ParseReplicaType(ReplicaTypeName(kAllReplicaTypes[i])), kAllReplicaTypes[i]);
+    EXPECT_EQ(ParseReplicaType(ReplicaTypeLower(kAllReplicaTypes[i])), kAllReplicaTypes[i]);
+  }
+  for (size_t i = 0; i < std::size(kAllConditionTypes); ++i) {
+    EXPECT_EQ(static_cast<size_t>(kAllConditionTypes[i]), i);
+  }
+}
+
+// The enumerators carry the names of their own meaning (a table listed in
+// another order than the enum would pass the test above).
+TEST(EnumNames, TheJobModelsEnumeratorsHaveTheirOwnNames) {
+  EXPECT_EQ(ReplicaTypeName(ReplicaType::kChief), "Chief");
+  EXPECT_EQ(ReplicaTypeName(ReplicaType::kWorker), "Worker");
+  EXPECT_EQ(ReplicaTypeName(ReplicaType::kPS), "PS");
+  EXPECT_EQ(ReplicaTypeName(ReplicaType::kEvaluator), "Evaluator");
+  EXPECT_EQ(ReplicaTypeLower(ReplicaType::kPS), "ps");
+  EXPECT_EQ(ReplicaTypeLower(ReplicaType::kEvaluator), "evaluator");
+  EXPECT_EQ(ParseReplicaType("Master"), ReplicaType::kChief);
+  EXPECT_EQ(ParseReplicaType("master"), ReplicaType::kChief);
+  EXPECT_EQ(ParseReplicaType("launcher"), std::nullopt);
+  EXPECT_EQ(RestartPolicyName(RestartPolicy::kNever), "Never");
+  EXPECT_EQ(RestartPolicyName(RestartPolicy::kOnFailure), "OnFailure");
+  EXPECT_EQ(RestartPolicyName(RestartPolicy::kAlways), "Always");
+  EXPECT_EQ(RestartPolicyName(RestartPolicy::kExitCode), "ExitCode");
+  EXPECT_EQ(CleanPodPolicyName(CleanPodPolicy::kAll), "All");
+  EXPECT_EQ(CleanPodPolicyName(CleanPodPolicy::kRunning), "Running");
+  EXPECT_EQ(CleanPodPolicyName(CleanPodPolicy::kNone), "None");
+  EXPECT_EQ(RecoveryPolicyName(RecoveryPolicy::kJob), "Job");
+  EXPECT_EQ(RecoveryPolicyName(RecoveryPolicy::kInPlace), "InPlace");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kCreated), "Created");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kQueued), "Queued");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kRunning), "Running");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kRestarting), "Restarting");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kSucceeded), "Succeeded");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kFailed), "Failed");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kSuspended), "Suspended");
+  EXPECT_EQ(ConditionTypeName(ConditionType::kRecovering), "Recovering");
 }
 
 }  // namespace

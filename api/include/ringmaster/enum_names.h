@@ -1,7 +1,8 @@
 // The names of the API's enums, read from their one table (enums.h): what
 // every parser and printer of a dtype, reduce op, implementation,
 // algorithm, collective or Horovod reduce op uses, in C++ and behind the C
-// API's rm_*_name / rm_parse_*.
+// API's rm_*_name / rm_parse_*, and of the job model's replica types,
+// policies and condition types (ringmaster/job.h, ringmaster/job_state.h).
 #pragma once
 
 #include <span>
@@ -47,5 +48,14 @@ const EnumTable& HorovodReduceOpTable();
 // The engine's reduce op (rm_reduce_op) for Horovod's `horovod`; -1 for one
 // the engine has not (Adasum) or a number that is none of Horovod's.
 int HorovodToEngineReduceOp(int horovod);
+
+// The job model's: spec.replicaSpecs keys ("Master" an alias of Chief),
+// restartPolicy, runPolicy.cleanPodPolicy, runPolicy.recovery, and the
+// types of status.conditions.
+const EnumTable& ReplicaTypeTable();
+const EnumTable& RestartPolicyTable();
+const EnumTable& CleanPodPolicyTable();
+const EnumTable& RecoveryPolicyTable();
+const EnumTable& ConditionTypeTable();
 
 }  // namespace ringmaster

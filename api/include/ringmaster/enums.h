@@ -1,13 +1,15 @@
-/* Every enum of the collective API, written once. Each table lists, per
- * value, its C enumerator, its C++ enumerator, its number (part of the ABI:
- * never renumber) and its name; the aliases tables list the other spellings
- * that parsers accept. The C header (ringmaster.h) declares its enums from
- * these tables, the C++ headers theirs, the name and parse functions walk
- * them (ringmaster/enum_names.h, rm_*_name and rm_parse_* in ringmaster.h),
- * and the Python package and the TensorFlow op read them through those
- * functions: no other list of dtypes, reduce ops, implementations,
- * algorithms, collectives or Horovod's reduce ops exists. Plain C (no
- * includes), so C programs can read it too. */
+/* Every enum of the collective API and of the job model, written once.
+ * Each table lists, per value, its C enumerator, its C++ enumerator, its
+ * number (part of the ABI: never renumber) and its name; the aliases
+ * tables list the other spellings that parsers accept. The C header
+ * (ringmaster.h) declares its enums from these tables, the C++ headers
+ * theirs, the name and parse functions walk them (ringmaster/enum_names.h,
+ * rm_*_name and rm_parse_* in ringmaster.h), and the Python package and the
+ * TensorFlow op read them through those functions: no other list of dtypes,
+ * reduce ops, implementations, algorithms, collectives, Horovod's reduce
+ * ops, replica types, restart, clean-pod or recovery policies, or job
+ * condition types exists. Plain C (no includes), so C programs can read it
+ * too. */
 #ifndef RINGMASTER_ENUMS_H_
 #define RINGMASTER_ENUMS_H_
 
@@ -81,6 +83,48 @@
   X("Min", 3, "min")                  \
   X("Max", 4, "max")                  \
   X("Product", 5, "product")
+
+/* The job model's enums (ringmaster/job.h, ringmaster/job_state.h): the
+ * names a DistributedJob spells (the CRD's enums, exact case) and the
+ * condition types its status carries. Not in the C API: their numbers are
+ * their C++ declaration order, which is the order they are listed in
+ * (replica types: the collective group's order, chief first). */
+#define RM_REPLICA_TYPE_TABLE(X)                  \
+  X(RM_REPLICA_TYPE_CHIEF, kChief, 0, "Chief")    \
+  X(RM_REPLICA_TYPE_WORKER, kWorker, 1, "Worker") \
+  X(RM_REPLICA_TYPE_PS, kPS, 2, "PS")             \
+  X(RM_REPLICA_TYPE_EVALUATOR, kEvaluator, 3, "Evaluator")
+/* TFJob's old name for Chief. */
+#define RM_REPLICA_TYPE_ALIASES(X) X("Master", RM_REPLICA_TYPE_CHIEF)
+
+#define RM_RESTART_POLICY_TABLE(X)                            \
+  X(RM_RESTART_POLICY_NEVER, kNever, 0, "Never")              \
+  X(RM_RESTART_POLICY_ON_FAILURE, kOnFailure, 1, "OnFailure") \
+  X(RM_RESTART_POLICY_ALWAYS, kAlways, 2, "Always")           \
+  X(RM_RESTART_POLICY_EXIT_CODE, kExitCode, 3, "ExitCode")
+#define RM_RESTART_POLICY_ALIASES(X)
+
+#define RM_CLEAN_POD_POLICY_TABLE(X)                     \
+  X(RM_CLEAN_POD_POLICY_ALL, kAll, 0, "All")             \
+  X(RM_CLEAN_POD_POLICY_RUNNING, kRunning, 1, "Running") \
+  X(RM_CLEAN_POD_POLICY_NONE, kNone, 2, "None")
+#define RM_CLEAN_POD_POLICY_ALIASES(X)
+
+#define RM_RECOVERY_POLICY_TABLE(X)         \
+  X(RM_RECOVERY_POLICY_JOB, kJob, 0, "Job") \
+  X(RM_RECOVERY_POLICY_IN_PLACE, kInPlace, 1, "InPlace")
+#define RM_RECOVERY_POLICY_ALIASES(X)
+
+#define RM_CONDITION_TYPE_TABLE(X)                              \
+  X(RM_CONDITION_TYPE_CREATED, kCreated, 0, "Created")          \
+  X(RM_CONDITION_TYPE_QUEUED, kQueued, 1, "Queued")             \
+  X(RM_CONDITION_TYPE_RUNNING, kRunning, 2, "Running")          \
+  X(RM_CONDITION_TYPE_RESTARTING, kRestarting, 3, "Restarting") \
+  X(RM_CONDITION_TYPE_SUCCEEDED, kSucceeded, 4, "Succeeded")    \
+  X(RM_CONDITION_TYPE_FAILED, kFailed, 5, "Failed")             \
+  X(RM_CONDITION_TYPE_SUSPENDED, kSuspended, 6, "Suspended")    \
+  X(RM_CONDITION_TYPE_RECOVERING, kRecovering, 7, "Recovering")
+#define RM_CONDITION_TYPE_ALIASES(X)
 
 /* Helpers to expand a table. */
 #define RM_ENUM_C_ENUMERATOR(c_name, cxx_name, value, name) c_name = value,

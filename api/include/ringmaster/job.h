@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ringmaster/comm_options.h"
+#include "ringmaster/enums.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster {
@@ -21,11 +22,15 @@ inline constexpr char kApiVersion[] = "ringmaster.io/v1alpha1";
 inline constexpr char kKind[] = "DistributedJob";
 inline constexpr int kDefaultPort = 2222;
 
+// The enums below are declared from their tables in enums.h, which also
+// give their names (ringmaster/enum_names.h).
+
 // Declaration order is the collective group's order (chief first) and the
 // order replicas are started and listed in.
-enum class ReplicaType { kChief, kWorker, kPS, kEvaluator };
-inline constexpr ReplicaType kAllReplicaTypes[] = {ReplicaType::kChief, ReplicaType::kWorker,
-                                                   ReplicaType::kPS, ReplicaType::kEvaluator};
+enum class ReplicaType { RM_REPLICA_TYPE_TABLE(RM_ENUM_CXX_ENUMERATOR) };
+#define RM_REPLICA_TYPE_VALUE(c_name, cxx_name, value, name) ReplicaType::cxx_name,
+inline constexpr ReplicaType kAllReplicaTypes[] = {RM_REPLICA_TYPE_TABLE(RM_REPLICA_TYPE_VALUE)};
+#undef RM_REPLICA_TYPE_VALUE
 
 // "Chief", "Worker", "PS", "Evaluator": the spelling of spec.replicaSpecs keys.
 std::string_view ReplicaTypeName(ReplicaType t);
@@ -35,10 +40,10 @@ std::string_view ReplicaTypeLower(ReplicaType t);
 // TF_CONFIG names, case-insensitively.
 std::optional<ReplicaType> ParseReplicaType(std::string_view text);
 
-enum class RestartPolicy { kNever, kOnFailure, kAlways, kExitCode };
+enum class RestartPolicy { RM_RESTART_POLICY_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 std::string_view RestartPolicyName(RestartPolicy p);
 
-enum class CleanPodPolicy { kAll, kRunning, kNone };
+enum class CleanPodPolicy { RM_CLEAN_POD_POLICY_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 std::string_view CleanPodPolicyName(CleanPodPolicy p);
 
 // spec.runPolicy.recovery: what a member's failure costs. Job (the
@@ -49,7 +54,7 @@ std::string_view CleanPodPolicyName(CleanPodPolicy p);
 // (its restartPolicy decides whether; the kubelet's crash-loop backoff on
 // repeated failures is skipped), the job's condition is Recovering, naming
 // it, and each replacement counts against backoffLimit as a restart does.
-enum class RecoveryPolicy { kJob, kInPlace };
+enum class RecoveryPolicy { RM_RECOVERY_POLICY_TABLE(RM_ENUM_CXX_ENUMERATOR) };
 std::string_view RecoveryPolicyName(RecoveryPolicy p);
 
 enum class SuccessPolicy { kDefault, kAllWorkers };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ringmaster/enums.h"
 #include "ringmaster/job.h"
 
 namespace ringmaster {
@@ -43,19 +44,10 @@ struct ReplicaObservation {
 
 // Recovering: runPolicy.recovery InPlace is replacing failed replicas alone
 // while the others keep running (Restarting is the same without it).
-enum class ConditionType {
-  kCreated,
-  kQueued,
-  kRunning,
-  kRestarting,
-  kSucceeded,
-  kFailed,
-  kSuspended,
-  kRecovering
-};
-inline constexpr ConditionType kAllConditionTypes[] = {
-    ConditionType::kCreated,   ConditionType::kQueued, ConditionType::kRunning,   ConditionType::kRestarting,
-    ConditionType::kSucceeded, ConditionType::kFailed, ConditionType::kSuspended, ConditionType::kRecovering};
+enum class ConditionType { RM_CONDITION_TYPE_TABLE(RM_ENUM_CXX_ENUMERATOR) };
+#define RM_CONDITION_TYPE_VALUE(c_name, cxx_name, value, name) ConditionType::cxx_name,
+inline constexpr ConditionType kAllConditionTypes[] = {RM_CONDITION_TYPE_TABLE(RM_CONDITION_TYPE_VALUE)};
+#undef RM_CONDITION_TYPE_VALUE
 std::string_view ConditionTypeName(ConditionType t);
 
 struct Condition {

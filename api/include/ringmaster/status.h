@@ -62,9 +62,6 @@ inline Status DeadlineExceededError(std::string m) {
 inline Status NotFoundError(std::string m) {
   return {StatusCode::kNotFound, std::move(m)};
 }
-inline Status AlreadyExistsError(std::string m) {
-  return {StatusCode::kAlreadyExists, std::move(m)};
-}
 inline Status ResourceExhaustedError(std::string m) {
   return {StatusCode::kResourceExhausted, std::move(m)};
 }
