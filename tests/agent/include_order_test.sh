@@ -22,32 +22,51 @@ set -euo pipefail
 src=${1:-$(cd "$(dirname "$0")/../../agent/src" && pwd)}
 [[ -d $src ]] || { echo "include_order_test: no directory $src" >&2; exit 2; }
 
+# The floors set REPLY (no subshell: the loops below fork nothing, so the
+# test takes the same few hundred milliseconds on a loaded machine).
 floor_of_folder() {
   case $1 in
-    transport) echo 1 ;;
-    bootstrap | collectives) echo 2 ;;
-    group) echo 3 ;;
-    gpu) echo 4 ;;
-    *) echo -1 ;;  # a folder the order does not know
+    transport) REPLY=1 ;;
+    bootstrap | collectives) REPLY=2 ;;
+    group) REPLY=3 ;;
+    gpu) REPLY=4 ;;
+    *) REPLY=-1 ;;  # a folder the order does not know
   esac
 }
 
 floor_of_top() {  # a file or header at the top level
   case $1 in
-    clock.h | clock.cc | agent_log.h | agent_log.cc) echo 0 ;;
-    *) echo 5 ;;
+    clock.h | clock.cc | agent_log.h | agent_log.cc) REPLY=0 ;;
+    *) REPLY=5 ;;
   esac
 }
+
+# Every file, and every quoted include of each (one grep for the tree).
+declare -A includes_of=()  # file -> "line:include" lines
+files_found=()
+while IFS= read -r -d '' path; do files_found+=("${path#"$src"/}"); done < <(
+  find "$src" -type f \( -name '*.h' -o -name '*.cc' \) -print0 | sort -z)
+include_re='^([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*"([^"]*)"'
+if ((${#files_found[@]} > 0)); then
+  while IFS= read -r hit; do
+    rel=${hit#"$src"/}
+    file=${rel%%:*}
+    rest=${rel#*:}
+    [[ $rest =~ $include_re ]] || continue
+    includes_of[$file]+="${BASH_REMATCH[1]}:${BASH_REMATCH[2]}"$'\n'
+  done < <(cd "$src" && grep -n -H '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "${files_found[@]}" |
+    sed "s|^|$src/|" || true)
+fi
 
 violations=0 files=0
 declare -A edge_at=()  # "module included" -> the first file:line that includes it
 edges=""
-while IFS= read -r -d '' path; do
-  rel=${path#"$src"/}
+for rel in "${files_found[@]}"; do
   files=$((files + 1))
   if [[ $rel == */* ]]; then
     own=${rel%%/*}
-    floor=$(floor_of_folder "$own")
+    floor_of_folder "$own"
+    floor=$REPLY
     if ((floor < 0)); then
       echo "$rel: folder $own/ has no floor (add it to docs/agent.md's Layout and to this script)"
       violations=$((violations + 1))
@@ -55,10 +74,12 @@ while IFS= read -r -d '' path; do
     fi
   else
     own=""
-    floor=$(floor_of_top "$rel")
+    floor_of_top "$rel"
+    floor=$REPLY
   fi
   module=${rel%.*}
   while IFS=: read -r line inc; do
+    [[ -n $inc ]] || continue
     [[ $inc == ringmaster/* ]] && continue  # public headers and the generated protos: floor 0
     to=${inc%.*}
     if [[ -f $src/$inc && $to != "$module" && -z ${edge_at["$module $to"]:-} ]]; then
@@ -68,10 +89,12 @@ while IFS= read -r -d '' path; do
     if [[ $inc == */* ]]; then
       folder=${inc%%/*}
       [[ $folder == "$own" ]] && continue
-      target=$(floor_of_folder "$folder")
+      floor_of_folder "$folder"
+      target=$REPLY
       what="$folder/"
     else
-      target=$(floor_of_top "$inc")
+      floor_of_top "$inc"
+      target=$REPLY
       what="the top level's $inc"
       # The top level is one folder per floor: its files include each other.
       [[ -z $own ]] && ((target == floor)) && continue
@@ -80,9 +103,8 @@ while IFS= read -r -d '' path; do
       echo "$rel:$line: includes \"$inc\": $what is not below ${own:-$rel} (floor $floor)"
       violations=$((violations + 1))
     fi
-  done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$path" |
-    sed -E 's/^([0-9]+):[^"]*"([^"]*)".*/\1:\2/')
-done < <(find "$src" -type f \( -name '*.h' -o -name '*.cc' \) -print0 | sort -z)
+  done <<<"${includes_of[$rel]:-}"
+done
 
 if ((files == 0)); then
   echo "include_order_test: no source under $src" >&2
