@@ -158,7 +158,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   mc.first_use = true;  // data channels: when an algorithm first needs the peer
   // Control connections between the overlay's fingers only (2⌈log2 N⌉ per
   // member, not N - 1): heartbeats, abort frames and the diagnosis travel
-  // over them (docs/agent.md, "Connections at scale").
+  // over them (docs/engine.md, "Connections at scale").
   mc.control_peers = [](int rank, int size) { return Fingers(rank, size); };
   mc.timeout_s = settings_.formation_timeout_seconds;
   mc.deadline = until;
@@ -208,7 +208,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   for (int p = 0; p < size_; ++p) std::swap(control[p], mesh->conns[p][0]);
   auto group = std::make_shared<Group>(std::move(gc), std::move(control));
   // The data connections formation did not make open when first needed
-  // (docs/agent.md, "Connections at scale"): the higher rank dials, our
+  // (docs/engine.md, "Connections at scale"): the higher rank dials, our
   // acceptor takes the others'.
   std::shared_ptr<DataAcceptor> acceptor;
   if (mesh->listen_fd >= 0) {

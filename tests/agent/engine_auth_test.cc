@@ -512,7 +512,7 @@ TEST(Abuse, AThousandStrangersDoNotStopFormationAndAreClosedWithinSeconds) {
   }
   for (int fd : junk) ::close(fd);
   EXPECT_EQ(open, 0) << "connections still open after formation + 6 s";
-  // Memory: the stated bound (docs/agent.md) is 128 pending handshakes per
+  // Memory: the stated bound (docs/design.md) is 128 pending handshakes per
   // member and gRPC's 32 MiB quota per member.
   const size_t grew_kib = RssKiB() - std::min(RssKiB(), rss_before);
   std::cerr << "RSS grew by " << grew_kib / 1024 << " MiB for three members\n";

@@ -1,5 +1,5 @@
 // Data connections opened the first time an algorithm needs a peer
-// (docs/agent.md, "Connections at scale"): formation connects the control
+// (docs/engine.md, "Connections at scale"): formation connects the control
 // overlay only (each member to its fingers); a ring opens 2 per stream and member, an all-to-all every pair;
 // the acceptor keeps what it authenticated for its channel's transport and
 // refuses the rest; a peer that cannot be reached fails the collective

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The agent's floors (docs/agent.md, "Layout"): an include may only reach
+# The agent's floors (docs/engine.md, "Layout"): an include may only reach
 # down. Lists every include in agent/src (or the tree given) that runs
 # against the order and fails if there is one.
 #
@@ -68,7 +68,7 @@ for rel in "${files_found[@]}"; do
     floor_of_folder "$own"
     floor=$REPLY
     if ((floor < 0)); then
-      echo "$rel: folder $own/ has no floor (add it to docs/agent.md's Layout and to this script)"
+      echo "$rel: folder $own/ has no floor (add it to docs/engine.md's Layout and to this script)"
       violations=$((violations + 1))
       continue
     fi

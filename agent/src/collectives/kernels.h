@@ -1,5 +1,5 @@
 // Element-wise reduction kernels. Plain loops over restrict pointers so the
-// compiler vectorises them (kernels.cc is built with -O3; see docs/agent.md);
+// compiler vectorises them (kernels.cc is built with -O3; see docs/engine.md);
 // float16 and bfloat16 reduce through float. The loops are compiled twice,
 // for the baseline x86-64 and for AVX2 (+ F16C for float16's conversions),
 // and ReduceInto takes the AVX2 build where the CPU has it: one binary runs

@@ -1,4 +1,4 @@
-// The control plane's sparse overlay (docs/agent.md, "Connections at
+// The control plane's sparse overlay (docs/engine.md, "Connections at
 // scale"): member r's fingers are r ± 2^k (mod n) for 2^k < n, at most
 // 2⌈log2 n⌉ peers, the same relation seen from either end. The graph's
 // diameter is ⌈log2 n⌉ (walk the binary digits of the distance), so what one

@@ -5,7 +5,7 @@
 // most kHandshakeSeconds, and keeps each authenticated connection for the
 // transport of its channel to take. It never waits on a collective, so a
 // member dialing us never waits on what our collectives do (the reason
-// connecting on first use cannot deadlock: see docs/agent.md).
+// connecting on first use cannot deadlock: see docs/engine.md).
 #pragma once
 
 #include <atomic>
