@@ -74,13 +74,8 @@ def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gr
                 split.append(members)
             split += [[i] for i in present if i in where.values()]
         else:
-            n = int(groups)
-            size, extra = divmod(len(present), n)
-            split, start = [], 0
-            for k in range(n):
-                end = start + size + (1 if k < extra else 0)
-                split.append(present[start:end])
-                start = end
+            from .._tape import _split  # consecutive groups of near-equal length, as the tape's
+            split = _split(present, int(groups))
         out = list(grads)
         for members in split:
             if not members:
