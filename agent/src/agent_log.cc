@@ -5,11 +5,13 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "ringmaster/env_vars.h"
+
 namespace ringmaster::internal {
 
 bool DebugLogEnabled() {
   static const bool on = [] {
-    const char* v = std::getenv("RINGMASTER_LOG_LEVEL");
+    const char* v = std::getenv(kEnvLogLevel);
     return v && std::string(v) == "debug";
   }();
   return on;

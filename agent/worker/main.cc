@@ -30,6 +30,7 @@
 #include "model.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/enum_names.h"
+#include "ringmaster/env_vars.h"
 
 namespace {
 
@@ -147,9 +148,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   // The job's runPolicy.recovery InPlace (replica_env.h) turns --recover on.
-  if (const char* r = std::getenv("RINGMASTER_RECOVERY"); r && std::string_view(r) == "InPlace")
-    f.recover = true;
-  const char* restarts = std::getenv("RINGMASTER_RESTART_COUNT");
+  if (const char* r = std::getenv(kEnvRecovery); r && std::string_view(r) == "InPlace") f.recover = true;
+  const char* restarts = std::getenv(kEnvRestartCount);
   const bool first_start = !restarts || !*restarts || std::string(restarts) == "0";
   const std::string me = settings->group.members[*settings->group.rank].TaskName();
 

@@ -214,7 +214,7 @@ TEST_F(BatchedCopyDevice, ThroughputAgainstOneLargeCopy) {
 int main(int argc, char** argv) {
   // The agent dlopens the very runtime this test links (the wheels' copy is on
   // no loader path); an explicit setting wins.
-  ::setenv(ringmaster::internal::kEnvCudartLibrary, RINGMASTER_TEST_CUDART, 0);
+  ::setenv(ringmaster::kEnvCudartLibrary, RINGMASTER_TEST_CUDART, 0);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -348,8 +348,8 @@ TEST(GpuDevice, ThreeProcessesShareOneGpuThroughRingStaging) {
 int main(int argc, char** argv) {
   // The agent dlopens the libraries this build linked (the wheels' copies
   // are on no loader path); an explicit setting wins.
-  ::setenv(ringmaster::internal::kEnvCudartLibrary, RINGMASTER_TEST_CUDART, 0);
-  ::setenv(ringmaster::internal::kEnvNcclLibrary, RINGMASTER_TEST_NCCL, 0);
+  ::setenv(ringmaster::kEnvCudartLibrary, RINGMASTER_TEST_CUDART, 0);
+  ::setenv(ringmaster::kEnvNcclLibrary, RINGMASTER_TEST_NCCL, 0);
   if (std::getenv("RM_GPU_CHILD")) return ringmaster::ChildMain();
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

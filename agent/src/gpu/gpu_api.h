@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "ringmaster/env_vars.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster::internal {
@@ -100,10 +101,9 @@ struct GpuApi {
   std::string cudart_path, nccl_path;
 };
 
-// Environment variables naming the libraries (full paths or sonames); the
-// defaults are libcudart.so.12 then libcudart.so, libnccl.so.2 then libnccl.so.
-inline constexpr char kEnvCudartLibrary[] = "RINGMASTER_CUDART_LIBRARY";
-inline constexpr char kEnvNcclLibrary[] = "RINGMASTER_NCCL_LIBRARY";
+// The libraries are named by kEnvCudartLibrary and kEnvNcclLibrary
+// (env_vars.h: full paths or sonames); the defaults are libcudart.so.12 then
+// libcudart.so, libnccl.so.2 then libnccl.so.
 
 // Loads the table once (thread-safe) and returns it; Unavailable naming the
 // library and dlerror() when the CUDA runtime cannot be loaded. A missing

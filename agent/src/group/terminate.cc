@@ -9,6 +9,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "ringmaster/env_vars.h"
+
 namespace ringmaster::internal {
 
 namespace {
@@ -27,7 +29,7 @@ void OnSigterm(int) {
 void InstallTerminationHook() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* opt = std::getenv("RINGMASTER_SIGTERM_HOOK");
+    const char* opt = std::getenv(kEnvSigtermHook);
     if (opt && std::strcmp(opt, "0") == 0) return;
     struct sigaction old {};
     if (::sigaction(SIGTERM, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) return;  // theirs stays

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "ringmaster/enums.h"
+#include "ringmaster/env_vars.h"
 #include "ringmaster/status.h"
 
 namespace ringmaster {
@@ -37,16 +38,8 @@ std::string_view AlgorithmName(Algorithm algorithm);
 // error ("RINGMASTER_ALGORITHM"), which also lists the valid values.
 StatusOr<Algorithm> ParseAlgorithm(std::string_view text, std::string_view field);
 
-inline constexpr char kEnvImplementation[] = "RINGMASTER_IMPLEMENTATION";
-inline constexpr char kEnvBytesPerPack[] = "RINGMASTER_BYTES_PER_PACK";
-inline constexpr char kEnvTimeoutSeconds[] = "RINGMASTER_TIMEOUT_SECONDS";
-// The engine's algorithm (AlgorithmName's spelling); absent means auto. Not
-// part of the job spec: set it in a pod template's env, or per call.
-inline constexpr char kEnvAlgorithm[] = "RINGMASTER_ALGORITHM";
-// The agent's own control port: one for every member ("2223") or one per
-// member in rank order ("41000,41001,41002"). TensorFlow's server takes the
-// TF_CONFIG port in the same process, so the agent never uses that one.
-inline constexpr char kEnvAgentPort[] = "RINGMASTER_PORT";
+// The variables (kEnvImplementation, kEnvBytesPerPack, kEnvTimeoutSeconds,
+// kEnvAlgorithm, kEnvAgentPort) are in env_vars.h's table.
 // The agent's port beside a TensorFlow server on `tf_port`: the next one
 // (the one below for 65535). The operator gives every pod this port; an
 // agent without RINGMASTER_PORT derives its leader's port the same way.

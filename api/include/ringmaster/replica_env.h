@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ringmaster/comm_options.h"
+#include "ringmaster/env_vars.h"
 #include "ringmaster/job.h"
 #include "ringmaster/job_state.h"
 #include "ringmaster/status.h"
@@ -21,30 +22,8 @@
 
 namespace ringmaster {
 
-inline constexpr char kEnvTfConfig[] = "TF_CONFIG";
-inline constexpr char kEnvRestartCount[] = "RINGMASTER_RESTART_COUNT";
-// "InPlace" when spec.runPolicy.recovery is (absent otherwise): the program
-// may keep its process through another member's failure (ringmaster-worker
-// recovers in place by default then).
-inline constexpr char kEnvRecovery[] = "RINGMASTER_RECOVERY";
-// spec.runPolicy.elastic: how many members the group needs at least (the
-// group's members less the workers it may do without), and how long a
-// formation waits for the others (CommunicatorSettings::min_size).
-inline constexpr char kEnvMinSize[] = "RINGMASTER_MIN_SIZE";
-inline constexpr char kEnvRejoinTimeoutSeconds[] = "RINGMASTER_REJOIN_TIMEOUT_SECONDS";
-inline constexpr char kEnvFormationTimeoutSeconds[] = "RINGMASTER_FORMATION_TIMEOUT_SECONDS";
-inline constexpr char kEnvHeartbeatTimeoutSeconds[] = "RINGMASTER_HEARTBEAT_TIMEOUT_SECONDS";
-inline constexpr char kEnvStreams[] = "RINGMASTER_STREAMS";
-inline constexpr char kEnvFlightRecorderDir[] = "RINGMASTER_FLIGHT_RECORDER_DIR";
-inline constexpr char kEnvFlightRecorderSize[] = "RINGMASTER_FLIGHT_RECORDER_SIZE";
-// Where the agent writes its one-line verdict when its group aborts; unset,
-// it writes /dev/termination-log when that exists (the kubelet's default
-// terminationMessagePath).
-inline constexpr char kEnvTerminationLog[] = "RINGMASTER_TERMINATION_LOG";
-// The file holding the job's secret key, which the members use to
-// authenticate each other (pods: the key Secret's volume; local runs: a
-// fresh 0600 file in the run's directory).
-inline constexpr char kEnvJobKeyFile[] = "RINGMASTER_JOB_KEY_FILE";
+// The variables (kEnvTfConfig, kEnvRestartCount, ...) and what each means
+// are in env_vars.h's table.
 
 // Name/value pairs in the order they are given to the replica.
 using EnvList = std::vector<std::pair<std::string, std::string>>;
