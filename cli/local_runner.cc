@@ -1,13 +1,14 @@
+// `ringmaster run`'s loop: each tick, one step of the job's state machine
+// (PlanLocalStep) and its commands applied to the replicas' processes, their
+// output relayed, their exits reaped, until the job ends. What a replica
+// gets is container_env.h, its process replica_process.h, its files
+// run_directory.h; the run's signals are run_signals.h and its closing
+// lines run_summary.h.
 #include "local_runner.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,14 +21,17 @@
 #include <map>
 #include <optional>
 
+#include "container_env.h"
 #include "free_ports.h"
+#include "line_splitter.h"
 #include "local_plan.h"
-#include "ringmaster/env_expand.h"
+#include "replica_process.h"
 #include "ringmaster/job_key.h"
 #include "ringmaster/job_state.h"
-#include "ringmaster/join_list.h"
 #include "ringmaster/replica_env.h"
-#include "ringmaster/verdict.h"
+#include "run_directory.h"
+#include "run_signals.h"
+#include "run_summary.h"
 
 extern char** environ;
 
@@ -36,25 +40,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Written by the signal handler, read by the poll loop.
-int g_signal_pipe[2] = {-1, -1};
-volatile sig_atomic_t g_interrupted = 0;
-
-void OnSignal(int sig) {
-  if (sig == SIGINT || sig == SIGTERM) g_interrupted = 1;
-  int saved = errno;
-  char c = static_cast<char>(sig);
-  [[maybe_unused]] auto n = write(g_signal_pipe[1], &c, 1);
-  errno = saved;
-}
-
-constexpr size_t kMaxLine = 64 * 1024;  // longer lines are cut: output stays bounded
-
 struct Replica {
   ReplicaKey key;
   pid_t pid = -1;
-  int out_fd = -1;  // stdout+stderr of the process, read end
-  std::string partial;
+  int out_fd = -1;      // stdout+stderr of the process, read end
+  LineSplitter output;  // its output, cut into lines
   ReplicaObservation obs;
   int starts = 0;
   bool stopped = false;                            // its last run ended because we stopped it
@@ -65,18 +55,11 @@ struct Replica {
   std::optional<Clock::time_point> start_at;       // a restart waiting out its backoff
 };
 
-// Like kubelet's crash-loop backoff, shorter: 0.25 s doubling up to 5 s.
-// The job's Failed condition, when it has one that is true.
-const Condition* FailedCondition(const JobStatus& status) {
-  for (auto it = status.conditions.rbegin(); it != status.conditions.rend(); ++it)
-    if (it->type == ConditionType::kFailed && it->status && !it->message.empty()) return &*it;
-  return nullptr;
-}
-
 Clock::duration Seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
+// Like kubelet's crash-loop backoff, shorter: 0.25 s doubling up to 5 s.
 Clock::duration RestartDelay(int restart) {
   double s = 0.25;
   for (int i = 1; i < restart && s < 5; ++i) s *= 2;
@@ -98,87 +81,35 @@ class Runner {
   Runner(const DistributedJob& job, const LocalRunOptions& opts, std::ostream& out)
       : job_(job), opts_(opts), out_(out) {}
 
-  ~Runner() { RemoveLogDir(); }
-
   int Run() {
     AssignAddresses();
-    MakeLogDir();
     MakeJobKey();
     NoteScheduling();
     bool finished = false;
-    while (!finished && !g_interrupted) {
+    while (!finished && !RunInterrupted()) {
       LocalStep step = PlanLocalStep(job_, status_, Observations(), std::time(nullptr));
       for (const auto& line : step.lines) Say(OfKind(line));
-      NoteRecoveries(step);
+      tally_.Note(step);
       status_ = std::move(step.status);
       for (const auto& c : step.commands) Apply(c);
       finished = step.finished;
       if (!finished) Wait(opts_.tick_seconds);
     }
     // Whatever the outcome, no replica outlives the run.
-    StopAll(/*prompt=*/g_interrupted != 0);
+    StopAll(/*prompt=*/RunInterrupted());
     Summary(std::chrono::duration<double>(Clock::now() - started_).count());
-    if (g_interrupted && !finished) return 130;
+    if (RunInterrupted() && !finished) return 130;
     return status_.Is(ConditionType::kSucceeded) ? 0 : 1;
   }
 
  private:
   void Say(const std::string& line) { out_ << "[ringmaster] " << line << std::endl; }
-  // The job's conditions and events speak of the DistributedJob it runs as;
-  // a TFJob's run names the kind its file wrote.
-  std::string OfKind(std::string text) const {
-    const std::string ours = "DistributedJob " + job_.name;
-    if (opts_.kind == "DistributedJob") return text;
-    for (size_t at = text.find(ours); at != std::string::npos; at = text.find(ours, at))
-      text.replace(at, ours.size(), opts_.kind + " " + job_.name);
-    return text;
-  }
-
-  // What the summary tells of the recoveries in place: how many, how long
-  // each took, how small the group ran, who was not back at the end.
-  void NoteRecoveries(const LocalStep& step) {
-    recoveries_ += static_cast<int>(step.recoveries_begun.size());
-    for (const auto& [key, seconds] : step.recoveries_ended)
-      recovered_.push_back(key.Name() + " back after " + std::to_string(seconds) + "s");
-    if (!step.finished) not_back_ = step.status.replacements;
-    const Condition* running = step.status.Find(ConditionType::kRunning);
-    if (running && running->status && running->reason == "RunningShrunk" &&
-        (fewest_workers_ < 0 || step.status.workers_active < fewest_workers_))
-      fewest_workers_ = step.status.workers_active;
-  }
+  std::string OfKind(std::string text) const { return cli::OfKind(std::move(text), job_.name, opts_.kind); }
 
   void AssignAddresses() {
-    int members = 0;
-    for (const auto& [type, spec] : job_.replica_specs) {
-      if (type != ReplicaType::kEvaluator) members += spec.replicas;
-    }
-    // Two ports per task: TF_CONFIG's (TensorFlow's server takes it) and
-    // the agent's. Every task shares this host, so each agent needs its own;
-    // they go to every task as RINGMASTER_PORT's per-member list, in the
-    // group's rank order (chief, then workers), so members find the leader.
-    auto ports = FreePorts(2 * members);
-    size_t next = 0;
-    for (const auto& [type, spec] : job_.replica_specs) {
-      for (int i = 0; type != ReplicaType::kEvaluator && i < spec.replicas; ++i) {
-        addresses_[{type, i}] = "127.0.0.1:" + std::to_string(ports[next++]);
-      }
-    }
-    agent_ports_.clear();
-    for (ReplicaType type : {ReplicaType::kChief, ReplicaType::kWorker}) {
-      const ReplicaSpec* spec = job_.Find(type);
-      for (int i = 0; spec && i < spec->replicas; ++i) agent_ports_.push_back(ports[next++]);
-    }
-  }
-
-  // The replicas' termination logs live in a directory of this run's own.
-  void MakeLogDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/ringmaster-run.XXXXXX";
-    if (!mkdtemp(tmpl.data())) {
-      throw std::runtime_error("cannot create a directory for the termination logs in " + tmpl + ": " +
-                               std::strerror(errno));
-    }
-    log_dir_ = tmpl;
+    LocalAddresses assigned = AssignLocalAddresses(job_, FreePorts);
+    addresses_ = std::move(assigned.task);
+    agent_ports_ = std::move(assigned.agent_ports);
   }
 
   // A queue, a priority class and a gang are a cluster's business: locally
@@ -202,59 +133,10 @@ class Runner {
     }
     auto made = NewJobKey();
     if (!made.ok()) throw std::runtime_error("cannot make a job key: " + made.status().message());
-    std::string& key = *made;
-    const std::string path = log_dir_ + "/job-key";
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      const int err = errno;
-      explicit_bzero(key.data(), key.size());
-      throw std::runtime_error("cannot create " + path + ": " + std::strerror(err));
-    }
-    key_file_ = path;
-    // The mode is exactly 0600 whatever the umask.
-    bool ok = fchmod(fd, 0600) == 0;
-    for (size_t off = 0; ok && off < key.size();) {
-      const ssize_t n = write(fd, key.data() + off, key.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      ok = n > 0;
-      if (ok) off += static_cast<size_t>(n);
-    }
-    const int err = errno;
-    ok = close(fd) == 0 && ok;
-    explicit_bzero(key.data(), key.size());
-    if (!ok) throw std::runtime_error("cannot write " + path + ": " + std::strerror(err));
+    key_file_ = dir_.WriteKey(*made);
   }
 
-  std::string LogPath(const ReplicaKey& key) const {
-    return log_dir_ + "/" + key.Name() + ".termination-log";
-  }
-
-  void RemoveLogDir() {
-    if (log_dir_.empty()) return;
-    if (!key_file_.empty()) unlink(key_file_.c_str());
-    key_file_.clear();
-    for (const auto& [key, r] : replicas_) unlink(LogPath(key).c_str());
-    rmdir(log_dir_.c_str());
-    log_dir_.clear();
-  }
-
-  // At most what the kubelet keeps of a termination message.
-  static std::string ReadMessage(const std::string& path) {
-    if (path.empty()) return "";
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "";
-    std::string text(kMaxTerminationMessage, '\0');
-    size_t got = 0;
-    while (got < text.size()) {
-      ssize_t n = read(fd, text.data() + got, text.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    close(fd);
-    text.resize(got);
-    return text;
-  }
+  std::string LogPath(const ReplicaKey& key) { return dir_.LogPath(key.Name()); }
 
   std::vector<ReplicaObservation> Observations() const {
     std::vector<ReplicaObservation> out;
@@ -282,31 +164,9 @@ class Runner {
     }
   }
 
-  // The container's environment as a kubelet would give it: its env list in
-  // order (each value expanded against the entries before it), then the
-  // replica environment the operator injects (BuildReplicaEnv) where the
-  // container does not set it. TF_CONFIG and RINGMASTER_RESTART_COUNT are
-  // always ours: locally only loopback addresses work, and the count is
-  // this runner's.
-  std::map<std::string, std::string> ContainerEnv(const ReplicaKey& key, const nlohmann::json& container,
-                                                  int restart) {
-    std::map<std::string, std::string> env;
-    auto lookup = [&env](std::string_view name) -> std::optional<std::string> {
-      auto it = env.find(std::string(name));
-      if (it == env.end()) return std::nullopt;
-      return it->second;
-    };
-    if (auto it = container.find("env"); it != container.end() && it->is_array()) {
-      for (const auto& var : *it) {
-        if (!var.is_object() || !var.contains("name")) continue;
-        if (var.contains("value") && var["value"].is_string()) {
-          env[var["name"].get<std::string>()] = ExpandKubeVars(var["value"].get<std::string>(), lookup);
-        } else if (var.contains("valueFrom")) {
-          Say("warning: " + key.Name() + ": env " + var["name"].get<std::string>() +
-              " uses valueFrom, which has no local meaning: not set");
-        }
-      }
-    }
+  // What the replica's container gets (container_env.h), with the runner's
+  // addresses, ports, restart count, termination log and key.
+  EnvMap ContainerEnvOf(const ReplicaKey& key, const nlohmann::json& container, int restart) {
     ReplicaEnvOptions opts;
     opts.address = [this](ReplicaType t, int i) { return addresses_.at({t, i}); };
     // Every task shares this host: one agent port per member, in rank order.
@@ -314,40 +174,18 @@ class Runner {
     opts.restart_count = restart;
     opts.termination_log = LogPath(key);
     opts.job_key_file = key_file_;
-    auto ours = BuildReplicaEnv(job_, key, opts);
-    if (!ours.ok()) throw std::runtime_error(key.Name() + ": " + ours.status().message());
-    for (const auto& [k, v] : *ours) {
-      if (k == kEnvTfConfig || k == kEnvRestartCount) {
-        env[k] = v;
-      } else {
-        env.emplace(k, v);
-      }
-    }
-    return env;
-  }
-
-  // The process environment: this shell's, with PATH led by the build's bin
-  // directory, and the container's on top.
-  std::vector<std::string> ProcessEnv(const std::map<std::string, std::string>& container_env) {
-    std::map<std::string, std::string> env;
-    for (char** e = environ; *e; ++e) {
-      std::string kv = *e;
-      auto eq = kv.find('=');
-      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    std::string path = env.count("PATH") ? env["PATH"] : "/usr/bin:/bin";
-    if (!opts_.bin_dir.empty()) env["PATH"] = opts_.bin_dir + ":" + path;
-    for (const auto& [k, v] : container_env) env[k] = v;
-    std::vector<std::string> out;
-    for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-    return out;
+    std::vector<std::string> warnings;
+    auto env = ContainerEnv(job_, key, container, opts, &warnings);
+    for (const auto& w : warnings) Say("warning: " + w);
+    if (!env.ok()) throw std::runtime_error(env.status().message());
+    return std::move(*env);
   }
 
   void Start(const ReplicaKey& key) {
     auto& r = replicas_[key];
     if (r.out_fd >= 0) close(r.out_fd);
     r.key = key;
-    r.partial.clear();
+    r.output = LineSplitter();
     r.kill_deadline.reset();
     r.start_at.reset();
     r.obs = {key, ReplicaPhase::kRunning, 0, 0, false};
@@ -355,23 +193,13 @@ class Runner {
     r.finished_ms = 0;
     const nlohmann::json& container = job_.Find(key.type)->pod_template["spec"]["containers"][0];
     const int restart = r.starts++;
-    const auto container_env = ContainerEnv(key, container, restart);
+    const EnvMap container_env = ContainerEnvOf(key, container, restart);
     // Each start writes its own verdict. A container's own path is read
     // too, but it is the user's file: not removed.
     unlink(LogPath(key).c_str());
     auto log = container_env.find(kEnvTerminationLog);
     r.termination_log = log == container_env.end() ? "" : log->second;
-    auto lookup = [&container_env](std::string_view name) -> std::optional<std::string> {
-      auto it = container_env.find(std::string(name));
-      if (it == container_env.end()) return std::nullopt;
-      return it->second;
-    };
-    std::vector<std::string> argv;  // $(VAR) expanded as the kubelet does
-    for (const char* list : {"command", "args"}) {
-      if (auto it = container.find(list); it != container.end() && it->is_array()) {
-        for (const auto& a : *it) argv.push_back(ExpandKubeVars(a.get<std::string>(), lookup));
-      }
-    }
+    std::vector<std::string> argv = ContainerArgv(container, container_env);  // $(VAR) expanded
     if (argv.empty()) {
       // Locally there is no image, so no entrypoint to fall back on.
       Say(key.Name() + ": containers[0] has no command or args to run locally");
@@ -379,43 +207,13 @@ class Runner {
       r.obs.exit_code = 127;
       return;
     }
-    auto env = ProcessEnv(container_env);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    std::vector<char*> cargv, cenv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    for (auto& e : env) cenv.push_back(e.data());
-    cenv.push_back(nullptr);
-    const pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      // Own process group: stopping a replica stops everything it started.
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(137);  // the runner died before prctl took hold
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGCHLD, SIG_DFL);
-      dup2(fds[1], STDOUT_FILENO);
-      dup2(fds[1], STDERR_FILENO);
-      int devnull = open("/dev/null", O_RDONLY);
-      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-      // execvpe would search the runner's PATH, not the replica's.
-      environ = cenv.data();
-      execvp(cargv[0], cargv.data());
-      dprintf(STDERR_FILENO, "cannot run '%s': %s\n", cargv[0], std::strerror(errno));
-      _exit(127);
-    }
-    setpgid(pid, pid);
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    std::vector<std::string> inherited;
+    for (char** e = environ; *e; ++e) inherited.emplace_back(*e);
+    const SpawnedReplica spawned =
+        SpawnReplica(std::move(argv), ProcessEnv(inherited, opts_.bin_dir, container_env));
+    const pid_t pid = spawned.pid;
     r.pid = pid;
-    r.out_fd = fds[0];
+    r.out_fd = spawned.out_fd;
     Say(key.Name() + ": started pid " + std::to_string(pid) +
         (addresses_.count(key) ? " at " + addresses_[key] : std::string()));
   }
@@ -436,19 +234,10 @@ class Runner {
     while (r.out_fd >= 0) {
       ssize_t n = read(r.out_fd, buf, sizeof buf);
       if (n > 0) {
-        r.partial.append(buf, static_cast<size_t>(n));
-        size_t start = 0, nl;
-        while ((nl = r.partial.find('\n', start)) != std::string::npos) {
-          const std::string_view line = std::string_view(r.partial).substr(start, nl - start);
+        r.output.Feed(std::string_view(buf, static_cast<size_t>(n)), [&](std::string_view line) {
           out_ << "[" << r.key.Name() << "] " << line << "\n";
-          if (auto step = ResumeStepOf(line)) resumed_after_ = *step;
-          start = nl + 1;
-        }
-        r.partial.erase(0, start);
-        if (r.partial.size() > kMaxLine) {
-          out_ << "[" << r.key.Name() << "] " << r.partial << "\n";
-          r.partial.clear();
-        }
+          if (auto step = ResumeStepOf(line)) tally_.resumed_after = *step;
+        });
         continue;
       }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -460,8 +249,7 @@ class Runner {
   }
 
   void FlushPartial(Replica& r) {
-    if (!r.partial.empty()) out_ << "[" << r.key.Name() << "] " << r.partial << std::endl;
-    r.partial.clear();
+    if (auto rest = r.output.TakeRest()) out_ << "[" << r.key.Name() << "] " << *rest << std::endl;
   }
 
   // Reaps exited processes and turns them into observations.
@@ -481,7 +269,7 @@ class Runner {
       r.obs.phase = code == 0 ? ReplicaPhase::kSucceeded : ReplicaPhase::kFailed;
       r.obs.deleting = false;
       r.stopped = was_deleting;
-      r.message = ReadMessage(r.termination_log);
+      r.message = ReadTerminationMessage(r.termination_log);
       r.finished_ms = std::max<int64_t>(
           1, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_).count());
       Say(key.Name() + (was_deleting ? ": stopped" : ": exited") + " with code " + std::to_string(code) +
@@ -490,7 +278,7 @@ class Runner {
   }
 
   void Wait(double seconds) {
-    std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
+    std::vector<pollfd> fds{{RunSignalFd(), POLLIN, 0}};
     std::vector<Replica*> owners{nullptr};
     for (auto& [key, r] : replicas_) {
       if (r.out_fd >= 0) {
@@ -500,11 +288,7 @@ class Runner {
     }
     int n = poll(fds.data(), fds.size(), static_cast<int>(seconds * 1000));
     if (n > 0) {
-      if (fds[0].revents) {
-        char sink[64];
-        while (read(g_signal_pipe[0], sink, sizeof sink) > 0) {
-        }
-      }
+      if (fds[0].revents) DrainRunSignals();
       for (size_t i = 1; i < fds.size(); ++i) {
         if (fds[i].revents) Drain(*owners[i]);
       }
@@ -530,7 +314,7 @@ class Runner {
   // the grace period. Ctrl-C meanwhile turns the wait into SIGTERM at once.
   void StopAll(bool prompt) {
     const auto wait_until = Clock::now() + Seconds(prompt ? 0 : opts_.grace_seconds);
-    while (AnyAlive() && Clock::now() < wait_until && !g_interrupted) Wait(0.05);
+    while (AnyAlive() && Clock::now() < wait_until && !RunInterrupted()) Wait(0.05);
     for (auto& [key, r] : replicas_) {
       if (r.pid > 0) Terminate(r);
     }
@@ -554,50 +338,16 @@ class Runner {
   }
 
   void Summary(double seconds) {
-    const Condition* end = status_.Find(ConditionType::kSucceeded);
-    if (!end || !end->status) end = status_.Find(ConditionType::kFailed);
-    std::string verdict = g_interrupted && !status_.Finished()    ? "Interrupted"
-                          : status_.Is(ConditionType::kSucceeded) ? "Succeeded"
-                                                                  : "Failed";
-    out_ << "[ringmaster] job " << job_.name << ": " << verdict;
-    if (end && end->status) out_ << " (" << end->reason << ": " << OfKind(end->message) << ")";
-    char secs[32];
-    std::snprintf(secs, sizeof secs, "%.1f", seconds);
-    out_ << " after " << secs << "s, " << status_.restart_count << " restarts\n";
-    for (const auto& [key, r] : replicas_) {
-      out_ << "[ringmaster]   " << key.Name() << ": started " << r.starts << "x, last exit code "
-           << r.obs.exit_code << (r.stopped ? " (stopped by ringmaster)" : "") << "\n";
-    }
-    if (recoveries_ > 0) {
-      out_ << "[ringmaster]   recoveries in place: " << recoveries_;
-      if (!recovered_.empty()) out_ << " (" << JoinList(recovered_) << ")";
-      // The members' word (their output), not the state machine's.
-      if (resumed_after_) out_ << "; the group last resumed after step " << *resumed_after_;
-      out_ << "\n";
-      if (fewest_workers_ >= 0)
-        out_ << "[ringmaster]   ran shrunk: down to " << fewest_workers_ << " of " << status_.workers_wanted
-             << " workers\n";
-      if (!not_back_.empty()) {
-        out_ << "[ringmaster]   not back when the run ended: "
-             << JoinList(not_back_, [](const auto& n) { return n.first.Name(); }) << "\n";
-      }
-    }
-    if (verdict == "Failed") {
-      // Who the culprit is, in the words of the replica that said so first.
-      std::vector<ReplicaExit> exits;  // rank order: chief, then workers
-      for (const auto& [key, r] : replicas_)
-        exits.push_back({key.Name(), r.obs.exit_code, r.message, r.finished_ms});
-      if (auto chosen = ChooseVerdict(exits)) {
-        out_ << "[ringmaster] verdict: " << exits[*chosen].replica << ": "
-             << OneLine(exits[*chosen].message, kMaxTerminationMessage) << "\n";
-      } else if (const Condition* failed = FailedCondition(status_)) {
-        // No replica said why (a SIGKILL leaves no word): the job's own
-        // reason, which names the replica and its exit.
-        out_ << "[ringmaster] verdict: " << failed->reason << ": "
-             << OneLine(failed->message, kMaxVerdictMessage) << "\n";
-      }
-    }
-    out_.flush();
+    RunFacts f;
+    f.job = job_.name;
+    f.kind = opts_.kind;
+    f.status = &status_;
+    f.interrupted = RunInterrupted();
+    f.seconds = seconds;
+    for (const auto& [key, r] : replicas_)
+      f.replicas.push_back({key.Name(), r.starts, r.obs.exit_code, r.stopped, r.message, r.finished_ms});
+    f.recoveries = tally_;
+    WriteRunSummary(f, out_);
   }
 
   const DistributedJob& job_;
@@ -607,41 +357,26 @@ class Runner {
   const Clock::time_point started_ = Clock::now();
   std::map<ReplicaKey, std::string> addresses_;
   std::vector<int> agent_ports_;  // RINGMASTER_PORT: the agents' ports in rank order
-  std::string log_dir_;           // the replicas' termination logs
+  RunDirectory dir_;              // the replicas' termination logs and the key
   std::string key_file_;          // RINGMASTER_JOB_KEY_FILE: this run's key (0600)
   std::map<ReplicaKey, Replica> replicas_;
-  int recoveries_ = 0;                      // recoveries in place begun
-  std::vector<std::string> recovered_;      // "worker-1 back after 2s"
-  std::map<ReplicaKey, int64_t> not_back_;  // being replaced at the last step before the end
-  int fewest_workers_ = -1;                 // fewest running while RunningShrunk; -1: never
-  std::optional<int64_t> resumed_after_;    // the last "resuming after step N" a member printed
+  RecoveryTally tally_;  // for the summary
 };
 
 }  // namespace
 
 int RunLocally(const DistributedJob& job, const LocalRunOptions& options, std::ostream& out) {
-  if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-    out << "[ringmaster] cannot create a pipe: " << std::strerror(errno) << std::endl;
+  if (std::string error = InstallRunSignals(); !error.empty()) {
+    out << "[ringmaster] " << error << std::endl;
     return 1;
   }
-  g_interrupted = 0;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGCHLD, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
   int rc = 1;
   try {
     rc = Runner(job, options, out).Run();
   } catch (const std::exception& e) {
     out << "[ringmaster] error: " << e.what() << std::endl;
   }
-  signal(SIGCHLD, SIG_DFL);
-  close(g_signal_pipe[0]);
-  close(g_signal_pipe[1]);
+  RemoveRunSignals();
   return rc;
 }
 
