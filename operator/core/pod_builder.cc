@@ -1,3 +1,5 @@
+// The objects of a DistributedJob (pod_builder.h), and the parts of a
+// replica's pod that a TFJob's (tfjob_objects.cc) shares.
 #include "pod_builder.h"
 
 #include <algorithm>
@@ -242,20 +244,51 @@ std::optional<std::string> TfConfigNamingCluster(std::string_view tf_config, std
          EscapeKubeVars(tf_config.substr(prefix + cluster.size()));
 }
 
-StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts) {
-  const ReplicaSpec* spec = job.Find(key.type);
-  if (!spec || key.index < 0 || key.index >= spec->replicas) {
-    return InvalidArgumentError("job " + job.name + " has no replica " + key.Name());
+json ReplicaPodMetadata(const DistributedJob& job, const ReplicaSpec& spec, const std::string& name,
+                        const json& labels, const json& owner) {
+  const json& tmpl = spec.pod_template;
+  json meta = tmpl.is_object() && tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"]
+                                                                                            : json::object();
+  meta["name"] = name;
+  meta["namespace"] = JobNamespace(job);
+  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
+  for (const auto& [k, v] : labels.items()) meta["labels"][k] = v;
+  meta["ownerReferences"] = json::array({owner});
+  const SchedulingPolicy& sched = job.run_policy.scheduling_policy;
+  if (!sched.queue.empty()) {
+    // Kueue's plain pod group: the queue, the group, and how many pods it
+    // has (Kueue makes the group's Workload once that many exist).
+    meta["labels"][kKueueQueueLabel] = sched.queue;
+    meta["labels"][kKueuePodGroupLabel] = PodGroupName(job);
+    if (!meta.contains("annotations") || !meta["annotations"].is_object())
+      meta["annotations"] = json::object();
+    meta["annotations"][kKueuePodGroupCountAnnotation] = std::to_string(job.TotalReplicas());
   }
-  const std::string ns = JobNamespace(job);
+  return meta;
+}
+
+ReplicaEnvOptions PodEnvOptions(const DistributedJob& job, const BuildOptions& opts, const json& container) {
   ReplicaEnvOptions env_opts;
-  env_opts.tf_config.namespace_ = ns;
+  env_opts.tf_config.namespace_ = JobNamespace(job);
   env_opts.tf_config.cluster_domain = opts.cluster_domain;
   // Every pod has its own IP: one agent port (spec.port's neighbour) for all.
   env_opts.agent_ports.reset();
   // The job key's volume (AddJobKeyVolume) projects its one item as "key".
   env_opts.job_key_file = kJobKeyFile;
+  // A container's own terminationMessagePath: the agent writes there (by
+  // default it writes /dev/termination-log, the kubelet's default path).
+  if (auto it = container.find("terminationMessagePath");
+      it != container.end() && it->is_string() && *it != kDefaultTerminationMessagePath) {
+    env_opts.termination_log = it->get<std::string>();
+  }
+  return env_opts;
+}
 
+StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts) {
+  const ReplicaSpec* spec = job.Find(key.type);
+  if (!spec || key.index < 0 || key.index >= spec->replicas) {
+    return InvalidArgumentError("job " + job.name + " has no replica " + key.Name());
+  }
   auto source = JobTfConfigSource(job);
   if (!source.ok()) return source.status();
   // With a ConfigMap: the cluster that TF_CONFIG names, and where it lies.
@@ -270,26 +303,11 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
   BuiltPod out;
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   const json& tmpl = spec->pod_template;
-  json meta = tmpl.is_object() && tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"]
-                                                                                            : json::object();
-  meta["name"] = PodName(job.name, key);
-  meta["namespace"] = ns;
-  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
-  meta["labels"][kLabelJobName] = job.name;
-  meta["labels"][kLabelReplicaType] = std::string(ReplicaTypeLower(key.type));
-  meta["labels"][kLabelReplicaIndex] = std::to_string(key.index);
-  meta["ownerReferences"] = json::array({OwnerReference(job)});
+  const json labels = {{kLabelJobName, job.name},
+                       {kLabelReplicaType, std::string(ReplicaTypeLower(key.type))},
+                       {kLabelReplicaIndex, std::to_string(key.index)}};
+  pod["metadata"] = ReplicaPodMetadata(job, *spec, PodName(job.name, key), labels, OwnerReference(job));
   const SchedulingPolicy& sched = job.run_policy.scheduling_policy;
-  if (!sched.queue.empty()) {
-    // Kueue's plain pod group: the queue, the group, and how many pods it
-    // has (Kueue makes the group's Workload once that many exist).
-    meta["labels"][kKueueQueueLabel] = sched.queue;
-    meta["labels"][kKueuePodGroupLabel] = PodGroupName(job);
-    if (!meta.contains("annotations") || !meta["annotations"].is_object())
-      meta["annotations"] = json::object();
-    meta["annotations"][kKueuePodGroupCountAnnotation] = std::to_string(job.TotalReplicas());
-  }
-  pod["metadata"] = std::move(meta);
 
   json podspec =
       tmpl.is_object() && tmpl.contains("spec") && tmpl["spec"].is_object() ? tmpl["spec"] : json::object();
@@ -309,14 +327,7 @@ StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, co
     // The agent's verdict when its group aborts; a crash without one still
     // leaves the end of the log as the termination message.
     if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = kTerminationMessagePolicy;
-    // A container's own terminationMessagePath: the agent writes there (by
-    // default it writes /dev/termination-log, the kubelet's default path).
-    env_opts.termination_log.clear();
-    if (auto it = c.find("terminationMessagePath");
-        it != c.end() && it->is_string() && *it != kDefaultTerminationMessagePath) {
-      env_opts.termination_log = it->get<std::string>();
-    }
-    auto replica_env = BuildReplicaEnv(job, key, env_opts);
+    auto replica_env = BuildReplicaEnv(job, key, PodEnvOptions(job, opts, c));
     if (!replica_env.ok()) return replica_env.status();
     // What the container sets itself is kept (a user's TF_CONFIG with a
     // warning: it decides the group).

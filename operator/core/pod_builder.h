@@ -11,6 +11,7 @@
 #include "gang.h"
 #include "ringmaster/job.h"
 #include "ringmaster/job_state.h"
+#include "ringmaster/replica_env.h"
 
 namespace ringmaster::op {
 
@@ -92,6 +93,20 @@ bool AppendTfConfigNamingCluster(nlohmann::json& env, std::string_view tf_config
 // InvalidArgument when the job has no such replica or an invalid
 // ringmaster.io/tf-config.
 StatusOr<BuiltPod> BuildPod(const DistributedJob& job, const ReplicaKey& key, const BuildOptions& opts);
+
+// The parts of a replica's pod that both kinds' pods (BuildPod,
+// BuildTfJobPod) share.
+// The pod's metadata: the replica's template's, named `name` in the job's
+// namespace, with `labels` set over the template's, the controller `owner`
+// and, for a queued job, Kueue's pod-group marks (the queue, the group, and
+// how many pods it has).
+nlohmann::json ReplicaPodMetadata(const DistributedJob& job, const ReplicaSpec& spec, const std::string& name,
+                                  const nlohmann::json& labels, const nlohmann::json& owner);
+// How BuildReplicaEnv writes the variables of `container`: the job's
+// namespace and cluster domain, one agent port, the job key's file, and the
+// container's own terminationMessagePath.
+ReplicaEnvOptions PodEnvOptions(const DistributedJob& job, const BuildOptions& opts,
+                                const nlohmann::json& container);
 
 // The headless Service that gives every pod its stable DNS name.
 nlohmann::json BuildService(const DistributedJob& job);

@@ -1,43 +1,17 @@
+// The planner of a DistributedJob: its hooks into the one planner
+// (planner.h: its pods named <job>-<type>-<index>, one headless Service for
+// the job, the status with observedGeneration and state), the plan of an
+// invalid job, and the plan's vocabulary (reconcile.h).
 #include "reconcile.h"
-
-#include <algorithm>
-#include <map>
 
 #include "names.h"
 #include "observe.h"
+#include "planner.h"
 #include "status_json.h"
 
 namespace ringmaster::op {
 
 using nlohmann::json;
-
-int64_t Generation(const json& job) {
-  if (!job.contains("metadata") || !job["metadata"].is_object()) return 0;
-  auto it = job["metadata"].find("generation");
-  return it != job["metadata"].end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
-void OrderPlan(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
-               std::vector<ApiAction> patches, std::vector<ApiAction> deletions) {
-  const bool status_first = plan.status && !deletions.empty();
-  auto add = [&plan](std::vector<ApiAction> actions, OnFailure on_failure) {
-    if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
-  };
-  auto write_status = [&] { add({{ApiActionKind::kWriteStatus, "", json(), ""}}, OnFailure::kStop); };
-  auto record_events = [&] {
-    if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
-  };
-  if (status_first) write_status();
-  if (status_first || !plan.status) record_events();
-  add(std::move(prerequisites), OnFailure::kNoNewPods);
-  add(std::move(creations), OnFailure::kContinue);
-  add(std::move(patches), OnFailure::kContinue);
-  add(std::move(deletions), OnFailure::kContinue);
-  if (plan.status && !status_first) {
-    write_status();
-    record_events();
-  }
-}
 
 namespace {
 
@@ -57,83 +31,59 @@ Plan InvalidJob(const json& job_obj, const std::vector<FieldError>& errors, int6
   return plan;
 }
 
-// The condition this decision just set that a replica's failure explains:
-// Failed (not by the job's own deadline), Restarting or Recovering. Null
-// when none.
-Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
-  for (auto& c : d.status.conditions) {
-    if (!c.status) continue;
-    if (c.type == ConditionType::kFailed && !old_status.Is(ConditionType::kFailed) &&
-        c.reason != "DeadlineExceeded")
-      return &c;
+class DistributedJobPlan final : public PlanKind {
+ public:
+  DistributedJobPlan(const json& obj, const DistributedJob& job, const json* service)
+      : obj_(obj),
+        job_(job),
+        service_(service),
+        status_obj_(obj.contains("status") ? obj["status"] : empty_) {}
+
+  const DistributedJob& Job() const override { return job_; }
+  std::string ReplicaName(const ReplicaKey& key) const override { return PodName(job_.name, key); }
+  const ReplicaLabels& Labels() const override { return kDistributedJobLabels; }
+  JobStatus OldStatus() const override { return StatusFromJson(status_obj_); }
+
+  std::vector<ApiAction> MissingServices() const override {
+    if (service_) return {};
+    return {{ApiActionKind::kCreateService, job_.name, BuildService(job_), "SuccessfulCreateService"}};
   }
-  for (const auto& e : d.events) {
-    if (e.reason == "JobRestarting" || e.reason == "Recovering") {
-      const auto type = e.reason == "Recovering" ? ConditionType::kRecovering : ConditionType::kRestarting;
-      for (auto& c : d.status.conditions) {
-        if (c.type == type && c.status) return &c;
-      }
+  std::optional<json> KeySecret() const override { return BuildKeySecret(job_); }
+  json NetworkPolicy() const override { return BuildNetworkPolicy(job_); }
+  StatusOr<std::optional<json>> ClusterConfigMap(const BuildOptions& opts) const override {
+    return BuildTfClusterConfigMap(job_, opts);
+  }
+  std::vector<json> GangObjects(GangApi api) const override { return BuildGangObjects(job_, api); }
+  StatusOr<BuiltPod> Pod(const ReplicaKey& key, const BuildOptions& opts) const override {
+    return BuildPod(job_, key, opts);
+  }
+
+  std::vector<JobEvent> Events(const Decision& d, const JobStatus&,
+                               const std::vector<ReplicaObservation>&) const override {
+    return d.events;
+  }
+  std::optional<json> NewStatus(const Decision& d, const JobStatus& old_status,
+                                const std::vector<ReplicaObservation>&, const std::string& state,
+                                int64_t) const override {
+    const int64_t generation = Generation(obj_);
+    const bool same_generation =
+        status_obj_.is_object() && status_obj_.value("observedGeneration", int64_t{-1}) == generation;
+    if (!(d.status == old_status) || !same_generation || !status_obj_.is_object() ||
+        status_obj_.value("state", "") != state) {
+      return StatusToJson(d.status, generation);
     }
+    return std::nullopt;
   }
-  return nullptr;
-}
+
+ private:
+  const json empty_ = json::object();
+  const json& obj_;
+  const DistributedJob& job_;
+  const json* service_;
+  const json& status_obj_;
+};
 
 }  // namespace
-
-void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaExit>& failures, Decision& d) {
-  Condition* c = NewFailureCondition(old_status, d);
-  if (!c) return;
-  std::set<ReplicaKey> restarting;
-  for (const Action& a : d.actions) {
-    if (a.kind == ActionKind::kRestart) restarting.insert(a.key);
-  }
-  std::vector<ReplicaExit> exits;
-  for (const auto& [key, exit] : failures) {  // rank order: chief, then workers by index
-    if (c->type == ConditionType::kFailed || restarting.count(key)) exits.push_back(exit);
-  }
-  auto chosen = ChooseVerdict(exits);
-  if (!chosen) return;
-  const std::string verdict = FormatVerdict(exits[*chosen]);
-  c->message += "; " + verdict;
-  d.events.push_back({true, "TerminationMessage", verdict});
-}
-
-namespace {
-
-bool HasFinalizer(const json& pod, std::string_view finalizer) {
-  const json& meta = pod["metadata"];
-  auto it = meta.find("finalizers");
-  if (it == meta.end() || !it->is_array()) return false;
-  return std::any_of(it->begin(), it->end(), [&](const json& f) { return f.is_string() && f == finalizer; });
-}
-
-}  // namespace
-
-std::vector<ApiAction> KueuePatches(const std::vector<const json*>& pods, bool finished) {
-  std::vector<ApiAction> out;
-  for (const json* pod : pods) {
-    const json& meta = (*pod)["metadata"];
-    const std::string name = MetadataString(*pod, "name");
-    const bool deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-    if (deleting) {
-      if (HasFinalizer(*pod, kKueueFinalizer)) {
-        json patch = {
-            {"metadata", {{"$deleteFromPrimitiveList/finalizers", json::array({kKueueFinalizer})}}}};
-        out.push_back({ApiActionKind::kPatchPod, name, std::move(patch), "DroppedKueueFinalizer"});
-      }
-      continue;
-    }
-    const bool grouped =
-        meta.contains("labels") && meta["labels"].is_object() && meta["labels"].contains(kKueuePodGroupLabel);
-    if (!finished || !grouped) continue;
-    const json annotations = meta.value("annotations", json::object());
-    if (annotations.is_object() && annotations.value(kKueueRetriableInGroupAnnotation, "") == "false")
-      continue;
-    json patch = {{"metadata", {{"annotations", {{kKueueRetriableInGroupAnnotation, "false"}}}}}};
-    out.push_back({ApiActionKind::kPatchPod, name, std::move(patch), "FinishedKueueGroup"});
-  }
-  return out;
-}
 
 std::string_view ApiActionKindName(ApiActionKind kind) {
   switch (kind) {
@@ -191,123 +141,7 @@ Plan PlanJob(const json& job_obj, const std::vector<json>& pods, const json* ser
              int64_t now, const BuildOptions& opts) {
   LoadedJob loaded = DecodeJob(job_obj);
   if (!loaded.job) return InvalidJob(job_obj, loaded.errors, now);
-  const DistributedJob& job = *loaded.job;
-  const std::string uid = MetadataString(job_obj, "uid");
-
-  std::vector<ReplicaObservation> observed;
-  std::map<ReplicaKey, ReplicaExit> failures;
-  std::set<std::string> seen;
-  std::vector<const json*> ours;
-  for (const auto& pod : pods) {
-    if (!ControlledBy(pod, uid)) continue;
-    auto o = ObservePod(pod);
-    if (!o) continue;
-    const std::string name = MetadataString(pod, "name");
-    if (name != PodName(job.name, o->key)) continue;  // not a name we would give
-    seen.insert(name);
-    ours.push_back(&pod);
-    if (pending.deleting.count(name)) o->deleting = true;
-    if (auto failure = ObserveFailure(pod)) failures[o->key] = std::move(*failure);
-    observed.push_back(*o);
-  }
-  for (const auto& [type, spec] : job.replica_specs) {
-    for (int i = 0; i < spec.replicas; ++i) {
-      const ReplicaKey key{type, i};
-      const std::string name = PodName(job.name, key);
-      if (pending.creating.count(name) && !seen.count(name)) {
-        ReplicaObservation o;
-        o.key = key;
-        o.phase = ReplicaPhase::kPending;
-        // A queued job's pod is created gated (Kueue's webhook): seen ungated
-        // while in flight, it would read as the queue's admission (Queued,
-        // then Admitted, then Queued again at the next look).
-        o.gated = !job.run_policy.scheduling_policy.queue.empty();
-        observed.push_back(o);
-      }
-    }
-  }
-
-  const json empty = json::object();
-  const json& status_obj = job_obj.contains("status") ? job_obj["status"] : empty;
-  const JobStatus old_status = StatusFromJson(status_obj);
-  Decision d = Reconcile(job, old_status, observed, now);
-  AddVerdict(old_status, failures, d);
-
-  Plan plan;
-  plan.events = d.events;
-  plan.requeue_after_seconds = d.requeue_after_seconds;
-  plan.state = StateOf(d.status);
-
-  std::vector<ApiAction> prerequisites, creations, deletions;
-  const bool wants_pods = !d.status.Finished() && !job.run_policy.suspend;
-  if (service == nullptr && wants_pods) {
-    creations.push_back(
-        {ApiActionKind::kCreateService, job.name, BuildService(job), "SuccessfulCreateService"});
-  }
-  const bool creates_pods = std::any_of(d.actions.begin(), d.actions.end(),
-                                        [](const Action& a) { return a.kind == ActionKind::kCreate; });
-  if (creates_pods) {
-    // What the pods need before they start: the key they mount, and the
-    // policy that fences them in.
-    if (auto secret = BuildKeySecret(job)) {
-      prerequisites.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
-                               "SuccessfulCreateKeySecret"});
-    }
-    if (opts.network_policy) {
-      prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
-                               BuildNetworkPolicy(job), "SuccessfulCreateNetworkPolicy"});
-    }
-    // The cluster their TF_CONFIG names (the kubelet holds back a container
-    // whose variable names a ConfigMap that does not exist). Built only
-    // here: it is O(N) for a job of N replicas.
-    if (auto map = BuildTfClusterConfigMap(job, opts); map.ok() && *map) {
-      std::string name = (**map)["metadata"]["name"];
-      prerequisites.push_back(
-          {ApiActionKind::kCreateConfigMap, std::move(name), std::move(**map), "SuccessfulCreateConfigMap"});
-    }
-    // The gang the pods point at (the scheduler holds them until it exists).
-    for (json& object : BuildGangObjects(job, opts.gang_api)) {
-      const std::string reason = "SuccessfulCreate" + object.value("kind", std::string());
-      prerequisites.push_back({ApiActionKind::kCreateGangObject, job.name, std::move(object), reason});
-    }
-  }
-  for (const Action& a : d.actions) {
-    switch (a.kind) {
-      case ActionKind::kCreate: {
-        auto built = BuildPod(job, a.key, opts);
-        if (!built.ok()) {
-          plan.events.push_back({true, "FailedCreatePod", built.status().message()});
-          continue;
-        }
-        plan.events.insert(plan.events.end(), built->events.begin(), built->events.end());
-        creations.push_back({ApiActionKind::kCreatePod, PodName(job.name, a.key), std::move(built->pod),
-                             "SuccessfulCreatePod"});
-        break;
-      }
-      case ActionKind::kDelete:
-        deletions.push_back(
-            {ApiActionKind::kDeletePod, PodName(job.name, a.key), json(), "SuccessfulDeletePod"});
-        break;
-      case ActionKind::kRestart:
-        deletions.push_back({ApiActionKind::kDeletePod, PodName(job.name, a.key), json(), "RestartingPod"});
-        break;
-      case ActionKind::kDeleteJob:
-        deletions.push_back({ApiActionKind::kDeleteJob, job.name, json(), "TTLExpired"});
-        break;
-    }
-  }
-
-  std::vector<ApiAction> patches = KueuePatches(ours, d.status.Finished());
-
-  const int64_t generation = Generation(job_obj);
-  const bool same_generation =
-      status_obj.is_object() && status_obj.value("observedGeneration", int64_t{-1}) == generation;
-  if (!(d.status == old_status) || !same_generation || !status_obj.is_object() ||
-      status_obj.value("state", "") != plan.state) {
-    plan.status = StatusToJson(d.status, generation);
-  }
-  OrderPlan(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
-  return plan;
+  return PlanReplicas(DistributedJobPlan(job_obj, *loaded.job, service), job_obj, pods, pending, now, opts);
 }
 
 }  // namespace ringmaster::op

@@ -3,7 +3,9 @@
 // a plan: the API calls and the status write in the order the shell makes
 // them. The decisions themselves
 // (restarts, backoff, success, deadlines, suspend, TTL) are api/'s shared
-// state machine; this file only translates between it and Kubernetes objects.
+// state machine; the planner (planner.h, shared with the TFJob's) only
+// translates between it and Kubernetes objects. Here: the plan's vocabulary
+// and the DistributedJob's planner.
 #pragma once
 
 #include <map>
@@ -118,31 +120,5 @@ std::vector<ApiAction> PlanDeletedJob(const std::vector<nlohmann::json>& pods);
 
 Plan PlanJob(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
              const nlohmann::json* service, const Pending& pending, int64_t now, const BuildOptions& opts);
-
-// The parts of PlanJob that the TFJob planner (tfjob_reconcile.h) shares.
-
-// metadata.generation (0 when absent).
-int64_t Generation(const nlohmann::json& job);
-
-// Puts the actions into plan.steps in the plan's order (see Plan): the
-// status first when anything is deleted, else last; the events right after
-// the status write, else first; then prerequisites, creations, patches,
-// deletions.
-void OrderPlan(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<ApiAction> creations,
-               std::vector<ApiAction> patches, std::vector<ApiAction> deletions);
-
-// The failed replicas' last words (their termination messages) in the
-// condition that their failure set, and as an Event. When it restarts
-// replicas, only theirs count; when it fails the job, every failed one.
-void AddVerdict(const JobStatus& old_status, const std::map<ReplicaKey, ReplicaExit>& failures, Decision& d);
-
-// Kueue's hold on the job's pods (job.h has the names and why). A pod on its
-// way out loses Kueue's finalizer: Kueue keeps a deleted pod of an admitted
-// group until its replacement exists, and the replacement, under the same
-// name, cannot exist before the pod is gone. Once the job has ended, each
-// pod of its group is marked not retriable, so Kueue finishes the group and
-// releases its quota as soon as no pod of it runs, whatever cleanPodPolicy
-// keeps.
-std::vector<ApiAction> KueuePatches(const std::vector<const nlohmann::json*>& pods, bool finished);
 
 }  // namespace ringmaster::op

@@ -1,26 +1,13 @@
+// A DistributedJob's status to and from its JSON (status_json.h).
 #include "status_json.h"
 
-#include <charconv>
-
+#include "status_fields.h"
 #include "time_util.h"
 
 namespace ringmaster::op {
 namespace {
 
 using nlohmann::json;
-
-std::optional<ConditionType> ParseConditionType(const std::string& s) {
-  for (ConditionType t : kAllConditionTypes) {
-    if (ConditionTypeName(t) == s) return t;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> TimeField(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return std::nullopt;
-  return ParseRfc3339(it->get<std::string>());
-}
 
 int IntField(const json& obj, const char* key) {
   auto it = obj.find(key);
@@ -62,11 +49,7 @@ json StatusToJson(const JobStatus& s, int64_t observed_generation) {
   out["workersActive"] = s.workers_active;
   // Both in one for kubectl get's column (a printer column is one JSONPath).
   out["workers"] = std::to_string(s.workers_active) + "/" + std::to_string(s.workers_wanted);
-  if (!s.replacements.empty()) {
-    json replacements = json::object();
-    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
-    out["replacements"] = std::move(replacements);
-  }
+  if (!s.replacements.empty()) out["replacements"] = ReplacementsToJson(s.replacements);
   out["observedGeneration"] = observed_generation;
   out["state"] = StateOf(s);
   return out;
@@ -75,19 +58,11 @@ json StatusToJson(const JobStatus& s, int64_t observed_generation) {
 JobStatus StatusFromJson(const json& in) {
   JobStatus s;
   if (!in.is_object()) return s;
-  if (auto it = in.find("conditions"); it != in.end() && it->is_array()) {
-    for (const auto& c : *it) {
-      if (!c.is_object() || !c.contains("type") || !c["type"].is_string()) continue;
-      auto type = ParseConditionType(c["type"].get<std::string>());
-      if (!type) continue;
-      Condition cond;
-      cond.type = *type;
-      cond.status = c.value("status", "") == "True";
-      cond.reason = c.value("reason", "");
-      cond.message = c.value("message", "");
-      cond.last_transition_time = TimeField(c, "lastTransitionTime").value_or(0);
-      s.conditions.push_back(std::move(cond));
-    }
+  for (auto& [c, cond] : KnownConditions(in)) {
+    cond.status = c->value("status", "") == "True";
+    cond.reason = c->value("reason", "");
+    cond.message = c->value("message", "");
+    s.conditions.push_back(std::move(cond));
   }
   if (auto it = in.find("replicaStatuses"); it != in.end() && it->is_object()) {
     for (const auto& [name, counts] : it->items()) {
@@ -102,20 +77,7 @@ JobStatus StatusFromJson(const json& in) {
   s.restart_count = IntField(in, "restartCount");
   s.workers_wanted = IntField(in, "workersWanted");
   s.workers_active = IntField(in, "workersActive");
-  if (auto it = in.find("replacements"); it != in.end() && it->is_object()) {
-    for (const auto& [name, since] : it->items()) {
-      const auto dash = name.rfind('-');
-      if (dash == std::string::npos || !since.is_string()) continue;
-      auto type = ParseReplicaType(name.substr(0, dash));
-      const std::string index_text = name.substr(dash + 1);
-      int index = -1;
-      auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-      auto at = ParseRfc3339(since.get<std::string>());
-      if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0 || !at)
-        continue;
-      s.replacements[{*type, index}] = *at;
-    }
-  }
+  s.replacements = ReplacementsFromJson(in);
   return s;
 }
 

@@ -1,3 +1,5 @@
+// The objects of a TFJob (tfjob_objects.h), on the parts of a replica's pod
+// that a DistributedJob's shares (pod_builder.h).
 #include "tfjob_objects.h"
 
 #include <algorithm>
@@ -97,29 +99,13 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
   if (!spec || key.index < 0 || key.index >= spec->replicas) {
     return InvalidArgumentError("TFJob " + job.name + " has no replica " + key.Name());
   }
-  const std::string ns = JobNamespace(job);
   const std::string name = TfJobReplicaName(tfjob, key.type, key.index);
   BuiltPod out;
 
-  const json& tmpl = spec->pod_template;
-  json meta = tmpl.is_object() && tmpl.contains("metadata") && tmpl["metadata"].is_object() ? tmpl["metadata"]
-                                                                                            : json::object();
-  meta["name"] = name;
-  meta["namespace"] = ns;
-  if (!meta.contains("labels") || !meta["labels"].is_object()) meta["labels"] = json::object();
-  const json labels = TfJobReplicaLabels(tfjob, key);
-  for (const auto& [k, v] : labels.items()) meta["labels"][k] = v;
-  if (TfJobIsMasterRole(tfjob, key)) meta["labels"][kTfJobRoleLabel] = "master";
-  meta["ownerReferences"] = json::array({TfJobOwnerReference(tfjob)});
+  json labels = TfJobReplicaLabels(tfjob, key);
+  if (TfJobIsMasterRole(tfjob, key)) labels[kTfJobRoleLabel] = "master";
+  json meta = ReplicaPodMetadata(job, *spec, name, labels, TfJobOwnerReference(tfjob));
   const SchedulingPolicy& sched = job.run_policy.scheduling_policy;
-  if (!sched.queue.empty()) {
-    // Kueue's plain pod group, as for a DistributedJob (pod_builder.cc).
-    meta["labels"][kKueueQueueLabel] = sched.queue;
-    meta["labels"][kKueuePodGroupLabel] = PodGroupName(job);
-    if (!meta.contains("annotations") || !meta["annotations"].is_object())
-      meta["annotations"] = json::object();
-    meta["annotations"][kKueuePodGroupCountAnnotation] = std::to_string(job.TotalReplicas());
-  }
 
   const json* tspec = TemplateSpec(*spec);
   json podspec = tspec ? *tspec : json::object();
@@ -144,16 +130,7 @@ StatusOr<BuiltPod> BuildTfJobPod(const TfJob& tfjob, const ReplicaKey& key, cons
   // The agent's verdict when its group aborts (as in a DistributedJob's pod).
   if (!c.contains("terminationMessagePolicy")) c["terminationMessagePolicy"] = kTerminationMessagePolicy;
 
-  ReplicaEnvOptions env_opts;
-  env_opts.tf_config.namespace_ = ns;
-  env_opts.tf_config.cluster_domain = opts.cluster_domain;
-  env_opts.agent_ports.reset();
-  env_opts.job_key_file = kJobKeyFile;
-  if (auto it = c.find("terminationMessagePath");
-      it != c.end() && it->is_string() && *it != kDefaultTerminationMessagePath) {
-    env_opts.termination_log = it->get<std::string>();
-  }
-  auto replica_env = BuildReplicaEnv(job, key, env_opts);
+  auto replica_env = BuildReplicaEnv(job, key, PodEnvOptions(job, opts, c));
   if (!replica_env.ok()) return replica_env.status();
   if (!c.contains("env") || !c["env"].is_array()) c["env"] = json::array();
   json& env = c["env"];

@@ -1,3 +1,5 @@
+// The planner of a TFJob (tfjob_reconcile.h): its hooks into the one planner
+// (planner.h) and the plan of a TFJob the loader refuses.
 #include "tfjob_reconcile.h"
 
 #include <algorithm>
@@ -5,6 +7,7 @@
 #include <set>
 
 #include "observe.h"
+#include "planner.h"
 #include "status_json.h"
 #include "tfjob_objects.h"
 #include "tfjob_status.h"
@@ -134,6 +137,87 @@ void AddExitEvents(const json& obj, const TfJob& tfjob, const std::vector<Replic
   }
 }
 
+class TfJobPlan final : public PlanKind {
+ public:
+  TfJobPlan(const json& obj, const TfJob& tfjob, const std::vector<json>& services)
+      : obj_(obj),
+        tfjob_(tfjob),
+        services_(services),
+        status_obj_(obj.contains("status") && obj["status"].is_object() ? obj["status"] : empty_) {}
+
+  const DistributedJob& Job() const override { return tfjob_.job; }
+  std::string ReplicaName(const ReplicaKey& key) const override {
+    return TfJobReplicaName(tfjob_, key.type, key.index);
+  }
+  const ReplicaLabels& Labels() const override { return kTfJobLabels; }
+  void AdjustObserved(std::vector<ReplicaObservation>& observed) const override {
+    if (tfjob_.enable_dynamic_worker) KeepFailedWorkers(tfjob_.job, observed);
+  }
+  JobStatus OldStatus() const override {
+    JobStatus status = TfJobStatusFromJson(status_obj_);
+    MergeTfJobStateAnnotation(obj_, status);
+    return status;
+  }
+
+  // One Service per replica, each before (or with) its pod.
+  std::vector<ApiAction> MissingServices() const override {
+    const std::string uid = MetadataString(obj_, "uid");
+    std::set<std::string> have;
+    for (const auto& s : services_) {
+      if (ControlledBy(s, uid)) have.insert(MetadataString(s, "name"));
+    }
+    std::vector<ApiAction> out;
+    for (const auto& [type, spec] : tfjob_.job.replica_specs) {
+      for (int i = 0; i < spec.replicas; ++i) {
+        const ReplicaKey key{type, i};
+        if (have.count(ReplicaName(key))) continue;
+        out.push_back({ApiActionKind::kCreateService, ReplicaName(key), BuildTfJobService(tfjob_, key),
+                       "SuccessfulCreateService"});
+      }
+    }
+    return out;
+  }
+  // Gone for good (cleanPodPolicy, suspend, scaled away): its Service goes
+  // with it, as training-operator deletes both.
+  void DeleteReplica(const ReplicaKey& key, std::vector<ApiAction>& deletions) const override {
+    PlanKind::DeleteReplica(key, deletions);
+    deletions.push_back({ApiActionKind::kDeleteService, ReplicaName(key), json(), "SuccessfulDeleteService"});
+  }
+
+  StatusOr<BuiltPod> Pod(const ReplicaKey& key, const BuildOptions& opts) const override {
+    return BuildTfJobPod(tfjob_, key, opts);
+  }
+  // The job-wide objects, labelled with the TFJob and controlled by it.
+  std::vector<json> GangObjects(GangApi api) const override { return BuildTfJobGangObjects(tfjob_, api); }
+  StatusOr<std::optional<json>> ClusterConfigMap(const BuildOptions& opts) const override {
+    return BuildTfJobClusterConfigMap(tfjob_, opts);
+  }
+  json NetworkPolicy() const override { return BuildTfJobNetworkPolicy(tfjob_); }
+  std::optional<json> KeySecret() const override { return BuildTfJobKeySecret(tfjob_); }
+
+  std::vector<JobEvent> Events(const Decision& d, const JobStatus& old_status,
+                               const std::vector<ReplicaObservation>& observed) const override {
+    std::vector<JobEvent> events = TfJobEvents(tfjob_, d.events);
+    AddExitEvents(obj_, tfjob_, observed, d, old_status, events);
+    return events;
+  }
+  std::optional<json> NewStatus(const Decision& d, const JobStatus&,
+                                const std::vector<ReplicaObservation>& observed, const std::string&,
+                                int64_t now) const override {
+    json status = TfJobStatusToJson(tfjob_, d.status, observed, now);
+    if (TfJobStatusChanged(status_obj_.empty() ? json() : status_obj_, status)) return status;
+    return std::nullopt;
+  }
+  void FinishPlan(const Decision& d, Plan& plan) const override { KeepState(obj_, d.status, plan); }
+
+ private:
+  const json empty_ = json::object();
+  const json& obj_;
+  const TfJob& tfjob_;
+  const std::vector<json>& services_;
+  const json& status_obj_;
+};
+
 }  // namespace
 
 Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector<json>& services,
@@ -141,136 +225,7 @@ Plan PlanTfJob(const json& obj, const std::vector<json>& pods, const std::vector
   if (LeftToMultiKueue(obj)) return Plan{};
   LoadedTfJob loaded = DecodeTfJob(obj);
   if (!loaded.tfjob) return InvalidTfJob(obj, loaded.errors, now);
-  const TfJob& tfjob = *loaded.tfjob;
-  const DistributedJob& job = tfjob.job;
-  const std::string uid = MetadataString(obj, "uid");
-  auto name_of = [&](const ReplicaKey& key) { return TfJobReplicaName(tfjob, key.type, key.index); };
-
-  std::vector<ReplicaObservation> observed;
-  std::map<ReplicaKey, ReplicaExit> failures;
-  std::set<std::string> seen;
-  std::vector<const json*> ours;
-  for (const auto& pod : pods) {
-    if (!ControlledBy(pod, uid)) continue;
-    auto o = ObservePod(pod, kTfJobLabels);
-    if (!o) continue;
-    const std::string name = MetadataString(pod, "name");
-    if (name != name_of(o->key)) continue;  // not a name we would give
-    seen.insert(name);
-    ours.push_back(&pod);
-    if (pending.deleting.count(name)) o->deleting = true;
-    if (auto failure = ObserveFailure(pod, kTfJobLabels)) failures[o->key] = std::move(*failure);
-    observed.push_back(*o);
-  }
-  for (const auto& [type, spec] : job.replica_specs) {
-    for (int i = 0; i < spec.replicas; ++i) {
-      const ReplicaKey key{type, i};
-      const std::string name = name_of(key);
-      if (pending.creating.count(name) && !seen.count(name)) {
-        ReplicaObservation o;
-        o.key = key;
-        o.phase = ReplicaPhase::kPending;
-        o.gated = !job.run_policy.scheduling_policy.queue.empty();  // see PlanJob
-        observed.push_back(o);
-      }
-    }
-  }
-
-  if (tfjob.enable_dynamic_worker) KeepFailedWorkers(job, observed);
-
-  const json empty = json::object();
-  const json& status_obj = obj.contains("status") && obj["status"].is_object() ? obj["status"] : empty;
-  JobStatus old_status = TfJobStatusFromJson(status_obj);
-  MergeTfJobStateAnnotation(obj, old_status);
-  Decision d = Reconcile(job, old_status, observed, now);
-  AddVerdict(old_status, failures, d);
-
-  Plan plan;
-  plan.requeue_after_seconds = d.requeue_after_seconds;
-  plan.state = StateOf(d.status);
-
-  std::vector<ApiAction> prerequisites, creations, deletions;
-  const bool wants_pods = !d.status.Finished() && !job.run_policy.suspend;
-  if (wants_pods) {
-    // One Service per replica, each before (or with) its pod.
-    std::set<std::string> have;
-    for (const auto& s : services) {
-      if (ControlledBy(s, uid)) have.insert(MetadataString(s, "name"));
-    }
-    for (const auto& [type, spec] : job.replica_specs) {
-      for (int i = 0; i < spec.replicas; ++i) {
-        const ReplicaKey key{type, i};
-        if (have.count(name_of(key))) continue;
-        creations.push_back({ApiActionKind::kCreateService, name_of(key), BuildTfJobService(tfjob, key),
-                             "SuccessfulCreateService"});
-      }
-    }
-  }
-  const bool creates_pods = std::any_of(d.actions.begin(), d.actions.end(),
-                                        [](const Action& a) { return a.kind == ActionKind::kCreate; });
-  if (creates_pods) {
-    if (auto secret = BuildTfJobKeySecret(tfjob)) {
-      prerequisites.push_back({ApiActionKind::kCreateKeySecret, KeySecretName(job.name), std::move(*secret),
-                               "SuccessfulCreateKeySecret"});
-    }
-    if (opts.network_policy) {
-      prerequisites.push_back({ApiActionKind::kCreateNetworkPolicy, NetworkPolicyName(job.name),
-                               BuildTfJobNetworkPolicy(tfjob), "SuccessfulCreateNetworkPolicy"});
-    }
-    // The cluster their TF_CONFIG names (ringmaster.io/tf-config:
-    // ConfigMap; the kubelet holds back a container whose variable names a
-    // ConfigMap that does not exist). Built only here: it is O(N).
-    if (auto map = BuildTfJobClusterConfigMap(tfjob, opts); map.ok() && *map) {
-      std::string name = (**map)["metadata"]["name"];
-      prerequisites.push_back(
-          {ApiActionKind::kCreateConfigMap, std::move(name), std::move(**map), "SuccessfulCreateConfigMap"});
-    }
-    // The gang the pods point at (the scheduler holds them until it exists).
-    for (json& object : BuildTfJobGangObjects(tfjob, opts.gang_api)) {
-      const std::string reason = "SuccessfulCreate" + object.value("kind", std::string());
-      prerequisites.push_back({ApiActionKind::kCreateGangObject, job.name, std::move(object), reason});
-    }
-  }
-  std::vector<JobEvent> build_events;
-  for (const Action& a : d.actions) {
-    switch (a.kind) {
-      case ActionKind::kCreate: {
-        auto built = BuildTfJobPod(tfjob, a.key, opts);
-        if (!built.ok()) {
-          build_events.push_back({true, "FailedCreatePod", built.status().message()});
-          continue;
-        }
-        build_events.insert(build_events.end(), built->events.begin(), built->events.end());
-        creations.push_back(
-            {ApiActionKind::kCreatePod, name_of(a.key), std::move(built->pod), "SuccessfulCreatePod"});
-        break;
-      }
-      case ActionKind::kDelete:
-        // Gone for good (cleanPodPolicy, suspend, scaled away): its Service
-        // goes with it, as training-operator deletes both.
-        deletions.push_back({ApiActionKind::kDeletePod, name_of(a.key), json(), "SuccessfulDeletePod"});
-        deletions.push_back(
-            {ApiActionKind::kDeleteService, name_of(a.key), json(), "SuccessfulDeleteService"});
-        break;
-      case ActionKind::kRestart:
-        deletions.push_back({ApiActionKind::kDeletePod, name_of(a.key), json(), "RestartingPod"});
-        break;
-      case ActionKind::kDeleteJob:
-        deletions.push_back({ApiActionKind::kDeleteJob, job.name, json(), "TTLExpired"});
-        break;
-    }
-  }
-  plan.events = TfJobEvents(tfjob, d.events);
-  AddExitEvents(obj, tfjob, observed, d, old_status, plan.events);
-  plan.events.insert(plan.events.end(), build_events.begin(), build_events.end());
-
-  std::vector<ApiAction> patches = KueuePatches(ours, d.status.Finished());
-
-  json status = TfJobStatusToJson(tfjob, d.status, observed, now);
-  if (TfJobStatusChanged(status_obj.empty() ? json() : status_obj, status)) plan.status = std::move(status);
-  OrderPlan(plan, std::move(prerequisites), std::move(creations), std::move(patches), std::move(deletions));
-  KeepState(obj, d.status, plan);
-  return plan;
+  return PlanReplicas(TfJobPlan(obj, *loaded.tfjob, services), obj, pods, pending, now, opts);
 }
 
 }  // namespace ringmaster::op

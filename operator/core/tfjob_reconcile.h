@@ -1,6 +1,7 @@
 // The planner of a Kubeflow TFJob (kubeflow.org/v1): the TFJob goes through
 // the loader (tfjob.h) into the DistributedJob model and through the same
-// state machine (api/job_state) as a DistributedJob; what differs is what
+// planner (planner.h) and state machine (api/job_state) as a DistributedJob;
+// what differs, its PlanKind's hooks, is what
 // it creates (tfjob_objects.h: training-operator's names, labels, Services
 // and TF_CONFIG), the status's form and the state annotation beside it
 // (tfjob_status.h), and enableDynamicWorker's rule (a Worker that fails for

@@ -1,8 +1,9 @@
+// A TFJob's status in Kubeflow's form, to and from the state machine's (tfjob_status.h).
 #include "tfjob_status.h"
 
 #include <algorithm>
-#include <charconv>
 
+#include "status_fields.h"
 #include "status_json.h"
 #include "tfjob_objects.h"
 #include "time_util.h"
@@ -33,19 +34,6 @@ std::string ReasonFromKubeflow(const std::string& reason) {
     if (reason == r.kubeflow) return r.ours;
   }
   return reason;
-}
-
-std::optional<ConditionType> ParseConditionType(const std::string& s) {
-  for (ConditionType t : kAllConditionTypes) {
-    if (ConditionTypeName(t) == s) return t;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> TimeField(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string()) return std::nullopt;
-  return ParseRfc3339(it->get<std::string>());
 }
 
 std::string Namespaced(const TfJob& tfjob) {
@@ -147,36 +135,24 @@ json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& s,
   if (last_reconcile) out["lastReconcileTime"] = FormatRfc3339(*last_reconcile);
   // Ringmaster's own state: what the state machine needs back.
   if (s.restart_count > 0) out["restartCount"] = s.restart_count;
-  if (!s.replacements.empty()) {
-    json replacements = json::object();
-    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
-    out["replacements"] = std::move(replacements);
-  }
+  if (!s.replacements.empty()) out["replacements"] = ReplacementsToJson(s.replacements);
   return out;
 }
 
 JobStatus TfJobStatusFromJson(const json& in) {
   JobStatus s;
   if (!in.is_object()) return s;
-  if (auto it = in.find("conditions"); it != in.end() && it->is_array()) {
-    for (const auto& c : *it) {
-      if (!c.is_object() || !c.contains("type") || !c["type"].is_string()) continue;
-      auto type = ParseConditionType(c["type"].get<std::string>());
-      if (!type) continue;
-      Condition cond;
-      cond.type = *type;
-      const json status = c.value("status", json());
-      cond.status = status == "True";
-      const json reason = c.value("reason", json()), message = c.value("message", json());
-      cond.reason = ReasonFromKubeflow(reason.is_string() ? reason.get<std::string>() : "");
-      cond.message = message.is_string() ? message.get<std::string>() : "";
-      cond.last_transition_time = TimeField(c, "lastTransitionTime").value_or(0);
-      // A type written twice (not by us): the last one stands.
-      auto same = std::find_if(s.conditions.begin(), s.conditions.end(),
-                               [&](const Condition& o) { return o.type == cond.type; });
-      if (same != s.conditions.end()) s.conditions.erase(same);
-      s.conditions.push_back(std::move(cond));
-    }
+  for (auto& [c, cond] : KnownConditions(in)) {
+    const json status = c->value("status", json());
+    cond.status = status == "True";
+    const json reason = c->value("reason", json()), message = c->value("message", json());
+    cond.reason = ReasonFromKubeflow(reason.is_string() ? reason.get<std::string>() : "");
+    cond.message = message.is_string() ? message.get<std::string>() : "";
+    // A type written twice (not by us): the last one stands.
+    auto same = std::find_if(s.conditions.begin(), s.conditions.end(),
+                             [&, type = cond.type](const Condition& o) { return o.type == type; });
+    if (same != s.conditions.end()) s.conditions.erase(same);
+    s.conditions.push_back(std::move(cond));
   }
   // In the order the state machine adds them (a status of ours keeps it).
   std::stable_sort(s.conditions.begin(), s.conditions.end(), [](const Condition& a, const Condition& b) {
@@ -186,31 +162,14 @@ JobStatus TfJobStatusFromJson(const json& in) {
   s.completion_time = TimeField(in, "completionTime");
   if (auto it = in.find("restartCount"); it != in.end() && it->is_number_integer())
     s.restart_count = it->get<int>();
-  if (auto it = in.find("replacements"); it != in.end() && it->is_object()) {
-    for (const auto& [name, since] : it->items()) {
-      const auto dash = name.rfind('-');
-      if (dash == std::string::npos || !since.is_string()) continue;
-      auto type = ParseReplicaType(name.substr(0, dash));
-      const std::string index_text = name.substr(dash + 1);
-      int index = -1;
-      auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-      auto at = ParseRfc3339(since.get<std::string>());
-      if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0 || !at)
-        continue;
-      s.replacements[{*type, index}] = *at;
-    }
-  }
+  s.replacements = ReplacementsFromJson(in);
   return s;
 }
 
 std::string TfJobStateAnnotation(const JobStatus& s) {
   if (s.restart_count == 0 && s.replacements.empty()) return "";
   json state = {{"restartCount", s.restart_count}};
-  if (!s.replacements.empty()) {
-    json replacements = json::object();
-    for (const auto& [key, since] : s.replacements) replacements[key.Name()] = FormatRfc3339(since);
-    state["replacements"] = std::move(replacements);
-  }
+  if (!s.replacements.empty()) state["replacements"] = ReplacementsToJson(s.replacements);
   return state.dump();
 }
 

@@ -68,6 +68,7 @@ class Controller {
  private:
   void Worker();
   Status Sync(const std::string& key);
+  // The plan executor (plan_executor.cc), from here to RecordEvent.
   // Runs the plan's steps in order (the plan says which and what a failure
   // means). An error when a kStop step failed: nothing after it ran, and
   // the job is retried. Otherwise whether every action succeeded.

@@ -578,5 +578,15 @@ TEST(TfJob, DecodesTheApiServersObject) {
   EXPECT_FALSE(DecodeTfJob(nlohmann::json::array()).errors.empty());
 }
 
+// A TFJob without spec: one error, at the field DecodeJob names too.
+TEST(TfJob, RefusesAMissingSpecOnce) {
+  auto loaded = DecodeTfJob(nlohmann::json::parse(
+      R"({"apiVersion":"kubeflow.org/v1","kind":"TFJob","metadata":{"name":"nospec"}})"));
+  EXPECT_FALSE(loaded.tfjob.has_value());
+  ASSERT_EQ(loaded.errors.size(), 1u);
+  EXPECT_EQ(loaded.errors[0].path, "spec");
+  EXPECT_EQ(loaded.errors[0].message, "required field is missing");
+}
+
 }  // namespace
 }  // namespace ringmaster
