@@ -113,8 +113,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[1] / "common"))
+sys.path.insert(0, str(HERE.parents[2] / "common" / "ports"))
 sys.path.insert(0, str(HERE.parent))
-from ports import free_ports  # noqa: E402
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 import rounds as rd  # noqa: E402
 
 N = 3
