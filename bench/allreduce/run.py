@@ -17,8 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from ports import free_ports  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common" / "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 GLOO_ALGOS = ["ring", "ring_chunked", "halving_doubling", "bcube"]
 # Peers that move bytes over TCP: the bar Ringmaster is measured against.

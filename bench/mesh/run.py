@@ -21,26 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def free_ports_from(base: int, n: int) -> list[int]:
-    out, p = [], base
-    while len(out) < n:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", p))
-            out.append(p)
-        except OSError:
-            pass
-        finally:
-            s.close()
-        p += 1
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common" / "ports"))
+from free_ports import free_ports_from  # noqa: E402  (common/ports/free_ports.py)
 
 
 def tf_config(ports: list[int], rank: int) -> str:

@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from ports import free_ports  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common" / "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 CHILD = r"""
 import json, time

@@ -25,8 +25,8 @@ from pathlib import Path
 # The launcher of the all-reduce benchmark (one process per rank with a
 # deadline, rank 0's JSON lines) and the benchmarks' free ports.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "allreduce"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-from ports import free_ports  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common" / "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 from run import run_group  # noqa: E402
 
 SHAPES = [(1024, 4096), (4096,), (4096, 4096), (4096,), (4096, 1024), (1024,), (1024, 10), (10,)]

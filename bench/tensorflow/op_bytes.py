@@ -180,8 +180,8 @@ def member(rounds: int, iters: int, case_set: str = "default") -> None:
 
 
 def run_group(name: str, extra: dict, rounds: int, iters: int, case_set: str = "default") -> dict:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "common"))
-    from ports import free_ports
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common" / "ports"))
+    from free_ports import free_ports  # common/ports/free_ports.py
     ports = free_ports(6)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports[:3]]}
     procs = []

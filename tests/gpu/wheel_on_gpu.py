@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "ports"))
+from free_ports import free_ports  # noqa: E402,F401  (common/ports/free_ports.py; dlpack_on_gpu.py takes it from here)
 
 
 def device_buffer(n: int, value: float):
@@ -27,18 +29,6 @@ def device_buffer(n: int, value: float):
         x = cupy.full((n,), value, dtype=cupy.float32)
         cupy.cuda.runtime.deviceSynchronize()
         return x, x.data.ptr, lambda: x.get().tolist()
-
-
-def free_ports(count: int) -> list:
-    """`count` distinct free ports on 127.0.0.1."""
-    socks = [socket.socket() for _ in range(count)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def member_env(rank: int, tf_ports: list, agent_ports: list = ()) -> dict:

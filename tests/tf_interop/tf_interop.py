@@ -160,8 +160,8 @@ def ringmaster_task_main(args):
     os._exit(0)
 
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from local_ports import free_ports  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 
 def fail(msg):

@@ -16,42 +16,27 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from typing import Dict, List, Optional
 
 import pytest
 
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coexist_worker.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "coexist_worker.py")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "common", "ports"))
+from free_ports import free_ports, port_is_free  # noqa: E402  (common/ports/free_ports.py)
+
 N = 3
 LIMIT = 180  # bounds a hang; never a performance gate
-
-
-def _bindable(port: int) -> bool:
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def _ports(count: int) -> List[int]:
     """`count` free ports such that the first one's successor is free too
     and not among them (the agent's default port beside the leader's)."""
     for _ in range(50):
-        socks = []
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        ports = [s.getsockname()[1] for s in socks]
-        for s in socks:
-            s.close()
-        if ports[0] + 1 not in ports and ports[0] < 65535 and _bindable(ports[0] + 1):
+        ports = free_ports(count)
+        if ports[0] + 1 not in ports and ports[0] < 65535 and port_is_free(ports[0] + 1):
             return ports
     raise RuntimeError("no suitable free ports")
 

@@ -12,7 +12,6 @@ import json
 import os
 import select
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,20 +20,12 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "worker.py")
 
-
-def free_ports(count: int) -> List[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+# The finder only: the package under test is the installed one, never the tree's.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "common", "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 
 @dataclass

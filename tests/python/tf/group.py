@@ -15,8 +15,8 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 TASKS = [("chief", 0), ("worker", 0), ("worker", 1)]
 
-sys.path.insert(0, str(HERE.parent))
-from local_ports import free_ports  # noqa: E402  (tests/python/local_ports.py)
+sys.path.insert(0, str(HERE.parents[2] / "common" / "ports"))
+from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 
 def base_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -41,8 +41,8 @@ def child(expected: str) -> dict:
 
 def run_group(expected: str, cache: str) -> list:
     """Two members of a group on 127.0.0.1, through TF_CONFIG."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from local_ports import free_ports  # tests/python/local_ports.py
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "common", "ports"))
+    from free_ports import free_ports  # common/ports/free_ports.py
 
     ports = free_ports(2)
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
