@@ -29,5 +29,12 @@ TEST(JoinList, AnEmptyItemStillHasItsSeparators) {
   EXPECT_EQ(JoinList(std::vector<std::string>{"", "b", ""}), ", b, ");
 }
 
+TEST(JoinListAnd, WritesTheListAsASentence) {
+  EXPECT_EQ(JoinListAnd(std::vector<std::string>{}), "");
+  EXPECT_EQ(JoinListAnd(std::vector<std::string>{"worker-1"}), "worker-1");
+  EXPECT_EQ(JoinListAnd(std::vector<std::string>{"chief-0", "worker-1"}), "chief-0 and worker-1");
+  EXPECT_EQ(JoinListAnd(std::vector<std::string>{"a", "b", "c"}), "a, b and c");
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -2,6 +2,7 @@
 
 #include "bootstrap/join_checks.h"
 #include "clock.h"
+#include "ringmaster/join_list.h"
 
 namespace ringmaster::internal {
 
@@ -174,11 +175,11 @@ std::vector<MemberEntry> FormationState::Pending() const {
 }
 
 std::string FormationState::Missing() const {
-  std::string out;
+  std::vector<std::string> missing;
   for (int r = 0; r < static_cast<int>(names_.size()); ++r) {
-    if (!pending_.count(r) && !seen_.count(r)) out += (out.empty() ? "" : ", ") + names_[r];
+    if (!pending_.count(r) && !seen_.count(r)) missing.push_back(names_[r]);
   }
-  return out;
+  return JoinList(missing);
 }
 
 }  // namespace ringmaster::internal

@@ -1,8 +1,10 @@
 #include "bootstrap/mesh_ledger.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "clock.h"
+#include "ringmaster/join_list.h"
 
 namespace ringmaster::internal {
 
@@ -32,13 +34,13 @@ void MeshLedger::Connected(int peer, int channel, int fd) {
 }
 
 std::string MeshLedger::Missing(const std::vector<std::string>& names) const {
-  std::string missing;
+  std::vector<std::string> missing;
   for (int p = rank_ + 1; p < static_cast<int>(conns_.size()); ++p) {
     if (!peers_[static_cast<size_t>(p)]) continue;
     if (std::find(conns_[p].begin(), conns_[p].begin() + awaited_, -1) != conns_[p].begin() + awaited_)
-      missing += (missing.empty() ? "" : ", ") + names[p];
+      missing.push_back(names[p]);
   }
-  return missing;
+  return JoinList(missing);
 }
 
 Status MeshLedger::TimedOut(const std::vector<std::string>& names, double timeout_s) const {

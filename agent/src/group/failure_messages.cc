@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "clock.h"
+#include "ringmaster/join_list.h"
 
 namespace ringmaster::internal {
 
@@ -17,15 +18,6 @@ std::string DescribeCollective(uint64_t seq, const OpInfo& info) {
 }
 
 namespace {
-
-std::string JoinNames(const std::vector<std::string>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) out += i + 1 == v.size() ? " and " : ", ";
-    out += v[i];
-  }
-  return out;
-}
 
 std::string Shape(const OpInfo& i) {
   std::string s = std::string(OpKindName(i.kind));
@@ -72,9 +64,9 @@ std::string DescribeTimeout(uint64_t seq, const OpInfo& mine, const std::vector<
     }
   }
   if (!silent.empty())
-    parts.push_back(JoinNames(silent) + " did not answer" +
+    parts.push_back(JoinListAnd(silent) + " did not answer" +
                     " (stopped, hung, or its control connection is stuck)");
-  if (!waited.empty()) parts.push_back(JoinNames(waited) + " waited");
+  if (!waited.empty()) parts.push_back(JoinListAnd(waited) + " waited");
   for (size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : ": ") + parts[i];
   return out;
 }

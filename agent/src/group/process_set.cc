@@ -1,6 +1,9 @@
 #include "group/process_set.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "ringmaster/join_list.h"
 
 namespace ringmaster::internal {
 
@@ -31,16 +34,17 @@ ProcessSetOffer OfferProcessSet(bool valid, int id, std::span<const int> sorted)
 Status DecideProcessSet(int id, std::span<const int64_t> offers, int rank,
                         std::span<const std::string> names) {
   const int64_t* mine = &offers[static_cast<size_t>(rank) * kProcessSetWords];
-  std::string invalid, differ;
+  std::vector<std::string> invalid_names, differ_names;
   for (size_t r = 0; r < names.size(); ++r) {
     const int64_t* w = &offers[r * kProcessSetWords];
     if (w[0] == 0) {
-      invalid += (invalid.empty() ? "" : ", ") + names[r];
+      invalid_names.push_back(names[r]);
     } else if (!std::equal(w + 1, w + kProcessSetWords, mine + 1)) {
-      differ += (differ.empty() ? "" : ", ") + names[r] + " (id " + std::to_string(w[1]) + ", " +
-                std::to_string(w[2]) + " ranks)";
+      differ_names.push_back(names[r] + " (id " + std::to_string(w[1]) + ", " + std::to_string(w[2]) +
+                             " ranks)");
     }
   }
+  const std::string invalid = JoinList(invalid_names), differ = JoinList(differ_names);
   const std::string set = "process set " + std::to_string(id);
   if (!invalid.empty())
     return FailedPreconditionError(set + ": " + invalid + " passed invalid ranks (see its own error)");

@@ -1,6 +1,9 @@
 #include "group/resume.h"
 
 #include <algorithm>
+#include <vector>
+
+#include "ringmaster/join_list.h"
 
 namespace ringmaster::internal {
 
@@ -30,9 +33,9 @@ std::string DescribeResume(const ResumeDecision& d, std::span<const std::string>
   std::string out = "resuming after step " + std::to_string(d.point.step) + " from " + names[d.point.root];
   if (d.behind.empty()) return out + "; every member holds it";
   out += "; ";
-  for (size_t i = 0; i < d.behind.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == d.behind.size() ? " and " : ", ") + names[d.behind[i]];
-  }
+  std::vector<std::string> behind;
+  for (int r : d.behind) behind.push_back(names[r]);
+  out += JoinListAnd(behind);
   return out + (d.behind.size() == 1 ? " takes its state" : " take its state");
 }
 

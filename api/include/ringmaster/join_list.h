@@ -1,7 +1,9 @@
-// The one way a list is written into a message: "a, b, c" ("" for none).
-// Used by the api, the CLI and the operator alike.
+// The one way a list is written into a message: "a, b, c" ("" for none),
+// or in a sentence "a, b and c". Used by the api, the CLI, the operator and
+// the agent alike.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -25,6 +27,20 @@ std::string JoinList(const Range& items, Text&& text) {
 template <typename Range>
 std::string JoinList(const Range& items) {
   return JoinList(items, [](const auto& item) -> std::string_view { return item; });
+}
+
+// Text items in a sentence: "a", "a and b", "a, b and c".
+template <typename Range>
+std::string JoinListAnd(const Range& items) {
+  std::string out;
+  size_t i = 0;
+  const size_t n = std::size(items);
+  for (const auto& item : items) {
+    if (i) out += i + 1 == n ? " and " : ", ";
+    out += item;
+    ++i;
+  }
+  return out;
 }
 
 }  // namespace ringmaster
