@@ -3,20 +3,17 @@
 // who is missing, on cancel, or at shutdown.
 #include "bootstrap/formation_hub.h"
 
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "bootstrap/control_service.h"
-#include "free_ports.h"
+#include "bootstrap/table.h"
+#include "transport/auth.h"
 
 namespace ringmaster {
 namespace {

@@ -1,18 +1,16 @@
 // The leader's rounds (bootstrap/formation_state.h), pure: a table asked
 // for is given only while its round is the current one, and the answer says
 // when it was left.
-#include <arpa/inet.h>
-#include <gmock/gmock.h>
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include "bootstrap/formation_state.h"
 
-#include "bootstrap/control_service.h"
-#include "bootstrap/formation_hub.h"
-#include "free_ports.h"
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "bootstrap/table.h"
+#include "transport/auth.h"
 
 namespace ringmaster {
 namespace {

@@ -3,17 +3,13 @@
 // ceil(log2 N) hops.
 #include "bootstrap/formation_tree.h"
 
-#include <arpa/inet.h>
-#include <gmock/gmock.h>
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "bootstrap/control_service.h"
-#include "free_ports.h"
+#include <string>
+#include <vector>
+
+#include "bootstrap/table.h"
+#include "transport/auth.h"
 
 namespace ringmaster {
 namespace {

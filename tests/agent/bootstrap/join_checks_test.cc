@@ -1,28 +1,21 @@
-// Join's checks (bootstrap/join_checks.h): the fields, then the key's
-// proof, before any state changes.
+// Join's checks (bootstrap/join_checks.h), on the wire's JoinRequest
+// (proto_forms.h, CheckJoin): the fields, then the key's proof, before any
+// state changes.
 #include "bootstrap/join_checks.h"
 
-#include <fcntl.h>
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <iostream>
+#include <chrono>
+#include <string>
+#include <vector>
 
-#include "bootstrap/control_service.h"
 #include "bootstrap/proto_forms.h"
-#include "group_util.h"
 #include "ringmaster/agent.grpc.pb.h"
 #include "transport/auth.h"
-#include "transport/handshake.h"
-#include "transport/wire.h"
 
 namespace ringmaster {
 namespace {
 
-using internal::HandshakeAcceptor;
 using internal::JobKey;
 namespace pb = ringmaster::agent::v1;
 

@@ -5,8 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bootstrap/formation_state.h"
-#include "bootstrap/mesh_ledger.h"
+#include <string>
+#include <vector>
+
+#include "bootstrap/table.h"
 
 namespace ringmaster::internal {
 namespace {

@@ -4,7 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "clock.h"
 #include "group/flight_recorder_ring.h"

@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "group_util.h"
+#include <string>
+#include <vector>
 
 namespace ringmaster {
 namespace {

@@ -2,26 +2,16 @@
 // key file's bounds, and the nonce book (single use, expiring, bounded).
 #include "transport/auth.h"
 
-#include <fcntl.h>
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
-#include <iostream>
-
-#include "bootstrap/control_service.h"
-#include "group_util.h"
-#include "ringmaster/agent.grpc.pb.h"
-#include "transport/handshake.h"
-#include "transport/wire.h"
+#include <string>
 
 namespace ringmaster {
 namespace {
 
-using internal::HandshakeAcceptor;
 using internal::JobKey;
 
 const std::string kKey = "0123456789abcdef0123456789abcdef";

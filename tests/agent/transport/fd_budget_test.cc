@@ -5,8 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "group_util.h"
-#include "local_bootstrap.h"
+#include <string>
 
 namespace ringmaster {
 namespace {

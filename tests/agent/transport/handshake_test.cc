@@ -3,19 +3,12 @@
 // key or none refused saying why, strangers rejected on their Hello.
 #include "transport/handshake.h"
 
-#include <fcntl.h>
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <iostream>
+#include <string>
+#include <string_view>
 
-#include "bootstrap/control_service.h"
-#include "group_util.h"
-#include "ringmaster/agent.grpc.pb.h"
 #include "transport/auth.h"
 #include "transport/wire.h"
 
