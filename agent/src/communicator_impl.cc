@@ -1,5 +1,6 @@
 // The communicator's life: forming the group (and its process sets),
-// stopping, re-forming, aborting, the timeline. The collective calls are in
+// stopping, re-forming, aborting, the timeline. A formation's transports are
+// wired in formation_transports.cc, the collective calls are in
 // communicator_calls.cc.
 #include "communicator_impl.h"
 
@@ -11,6 +12,7 @@
 #include "bootstrap/random_id.h"
 #include "collectives/collectives.h"
 #include "collectives/link_model.h"
+#include "formation_transports.h"
 #include "gpu/gpu_backend.h"
 #include "group/overlay.h"
 #include "group/process_set.h"
@@ -18,9 +20,7 @@
 #include "group/terminate.h"
 #include "group/timeline.h"
 #include "transport/data_acceptor.h"
-#include "transport/data_dial.h"
 #include "transport/net.h"
-#include "transport/tcp_transport.h"
 
 namespace ringmaster::internal {
 
@@ -210,35 +210,10 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   // The data connections formation did not make open when first needed
   // (docs/engine.md, "Connections at scale"): the higher rank dials, our
   // acceptor takes the others'.
-  std::shared_ptr<DataAcceptor> acceptor;
-  if (mesh->listen_fd >= 0) {
-    acceptor = std::make_shared<DataAcceptor>(
-        mesh->listen_fd, MeshView{&key_, incarnation_, rank_, size_, mc.channels}, &refusals_, mesh->conns);
-    mesh->listen_fd = -1;
-  }
-  // The transport over data channel `channel` of every pair.
-  auto transport_on = [&](int channel) {
-    std::vector<int> fds(size_, -1);
-    for (int p = 0; p < size_; ++p) std::swap(fds[p], mesh->conns[p][channel]);
-    TcpTransport::Hooks hooks;
-    hooks.peer_name = [names = names_](int r) { return names[r]; };
-    hooks.abort_status = [g = group.get()] { return g->AbortStatus(); };
-    hooks.abort_fd = group->abort_fd();
-    if (acceptor) {
-      auto& fu = hooks.first_use;
-      fu.dial = [acceptor, channel, rank = rank_.load(), names = names_, hosts = mesh->data_hosts,
-                 ports = mesh->data_ports](int p, Deadline deadline) {
-        return DialPeer(acceptor->view(), DialTarget{hosts[p], ports[p], p, names[p], names[rank]}, channel,
-                        deadline);
-      };
-      fu.take = [acceptor, channel](int p) { return acceptor->Take(p, channel); };
-      fu.ready_fd = acceptor->ready_fd(channel);
-      fu.drain = [acceptor, channel] { acceptor->Drain(channel); };
-    }
-    return std::make_unique<TcpTransport>(rank_, size_, std::move(fds), std::move(hooks));
-  };
+  FormationTransports wiring(*mesh, MeshView{&key_, incarnation_, rank_, size_, mc.channels}, &refusals_,
+                             *group, names_);
   std::vector<std::unique_ptr<Transport>> transports;
-  for (int s = 0; s < settings_.streams; ++s) transports.push_back(transport_on(s + 1));
+  for (int s = 0; s < settings_.streams; ++s) transports.push_back(wiring.On(s + 1));
   // What the links are like, for AUTO (link_model.h): on the first data
   // stream, before any collective, within the formation's timeout.
   LinkModel link;
@@ -264,12 +239,12 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
   }
   // The GPU's slot: its calls may wait long on the GPU, and no host
   // collective waits behind them (its channel connects on first use).
-  transports.push_back(transport_on(settings_.streams + 2));
+  transports.push_back(wiring.On(settings_.streams + 2));
   Executor::Options options;
   options.reserved = 1;
   auto executor = std::make_shared<Executor>(group, std::move(transports), std::move(options));
   std::vector<std::unique_ptr<Transport>> set_transport;
-  set_transport.push_back(transport_on(settings_.streams + 1));
+  set_transport.push_back(wiring.On(settings_.streams + 1));
   Executor::Options set_options;
   set_options.recorder = set_recorder_;
   set_options.exchange = false;
@@ -279,7 +254,7 @@ Status CommunicatorImpl::FormOnce(Deadline until) {
     std::lock_guard<std::mutex> lock(mu_);
     executor_ = std::move(executor);
     set_executor_ = std::move(set_executor);
-    acceptor_ = std::move(acceptor);
+    acceptor_ = wiring.acceptor();
   }
   bootstrap_->Publish(incarnation_, OkStatus());
   return OkStatus();

@@ -1,6 +1,9 @@
+// The group's shell (group.h): the abort and its word to the peers, the
+// monitor thread (heartbeats, control frames), the progress exchange, and
+// closing the control connections. A failure's report is written by
+// failure_report.cc, a progress answer's frame by progress_wire.cc.
 #include "group/group.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -10,9 +13,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "agent_log.h"
+#include "group/progress_wire.h"
 #include "group/terminate.h"
-#include "ringmaster/enum_names.h"
 #include "transport/net.h"
 #include "transport/peer_loss.h"
 #include "transport/wire.h"
@@ -132,42 +134,7 @@ void Group::WaitForAbort(int ms) const {
 }
 
 void Group::Report(const Status& cause) {
-  const std::string& task = name(rank());
-  const std::string line = std::string(StatusCodeName(cause.code())) + ": " + cause.message();
-  const auto entries = config_.recorder->Snapshot();
-  const FailureReport& rep = config_.report;
-  if (rep.print) {
-    WriteStderr("ringmaster: " + task + ": " + line + "\n" +
-                FlightDumpJson(task, rank(), size(), cause, entries, rep.stderr_entries) + "\n");
-  }
-  if (!rep.flight_dir.empty()) {
-    std::string file = task;
-    for (char& c : file)
-      if (c == '/' || c == ':') c = '-';
-    while (!file.empty() && file[0] == '-') file.erase(0, 1);
-    file = rep.flight_dir + "/" + file + ".json";
-    std::string json = FlightDumpJson(task, rank(), size(), cause, entries, entries.size()) + "\n";
-    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      (void)!::write(fd, json.data(), json.size());
-      ::close(fd);
-    } else if (rep.print) {
-      WriteStderr("ringmaster: " + task + ": cannot write the flight recorder to " + file + ": " +
-                  std::strerror(errno) + "\n");
-    }
-  }
-  // The container's termination message (Kubernetes reads at most 4096 bytes).
-  std::string path = rep.termination_log;
-  bool create = !path.empty();
-  if (path.empty() && ::access("/dev/termination-log", W_OK) == 0) path = "/dev/termination-log";
-  if (!path.empty()) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
-    if (fd >= 0) {
-      std::string text = line.substr(0, 4000) + "\n";
-      (void)!::write(fd, text.data(), text.size());
-      ::close(fd);
-    }
-  }
+  WriteFailureReport(config_.report, name(rank()), rank(), size(), cause, config_.recorder->Snapshot());
 }
 
 std::vector<ProgressReport> Group::Exchange(uint64_t seq, Deadline deadline) {
@@ -220,21 +187,7 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
       if (!flood_.FirstSight(q.origin, q.id, peer)) return;
       SendLocked(kProgressQuery, 0, &q, sizeof q, -1, peer);
     }
-    ProgressReport r = config_.recorder->Report(q.seq);
-    ProgressReportWire w{q.seq,
-                         r.last_finished,
-                         r.last_started,
-                         r.info.bytes,
-                         r.info.pack,
-                         r.info.packs,
-                         static_cast<uint8_t>(r.progress),
-                         static_cast<uint8_t>(r.info.kind),
-                         static_cast<uint8_t>(r.info.dtype),
-                         0,
-                         q.id,
-                         r.info.timeout_s,
-                         rank(),
-                         q.origin};
+    const ProgressReportWire w = ProgressToWire(config_.recorder->Report(q.seq), q, rank());
     std::lock_guard<std::mutex> lock(mu_);
     SendLocked(kProgressReport, 0, &w, sizeof w, peer);  // the way the question came
   } else if (type == kProgressReport && body.size() == sizeof(ProgressReportWire)) {
@@ -247,18 +200,7 @@ void Group::OnFrame(int peer, uint32_t type, uint32_t code, const std::string& b
       if (hop >= 0 && hop != peer) SendLocked(kProgressReport, 0, &w, sizeof w, hop);
       return;
     }
-    ProgressReport r;
-    r.progress = w.progress <= static_cast<uint8_t>(Progress::kFailed) ? static_cast<Progress>(w.progress)
-                                                                       : Progress::kUnknown;
-    r.last_finished = w.last_finished;
-    r.last_started = w.last_started;
-    r.info.bytes = w.bytes;
-    r.info.pack = w.pack;
-    r.info.packs = w.packs;
-    r.info.kind = CollectiveTable().Contains(w.kind) ? static_cast<OpKind>(w.kind) : OpKind::kAllReduce;
-    r.info.dtype =
-        w.dtype <= static_cast<uint8_t>(kLastDataType) ? static_cast<DataType>(w.dtype) : DataType::kFloat32;
-    r.info.timeout_s = w.timeout_s;
+    const ProgressReport r = ProgressFromWire(w);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (asking_id_ == 0 || asking_id_ != w.id || asking_ != w.seq) return;  // a late answer

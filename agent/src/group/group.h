@@ -2,8 +2,8 @@
 // control connections, the abort eventfd every wait polls, and the monitor
 // thread (heartbeats, control frames, answering progress queries), feeds
 // GroupState the events and carries out its decisions: waking waiters,
-// telling peers, and reporting a failure (a stderr line, the flight
-// recorder's dump, the container's termination message).
+// telling peers, and reporting a failure (failure_report.h: a stderr line,
+// the flight recorder's dump, the container's termination message).
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectives/link_model.h"
+#include "group/failure_report.h"
 #include "group/flight_recorder_ring.h"
 #include "group/group_state.h"
 #include "group/overlay.h"
@@ -34,14 +35,6 @@ class GroupView {
   virtual Status AbortStatus() const = 0;
   // What the formation measured of its links (the same on every member).
   virtual const LinkModel& link() const = 0;
-};
-
-// Where a failure is reported besides the caller's status.
-struct FailureReport {
-  std::string flight_dir;       // RINGMASTER_FLIGHT_RECORDER_DIR: one JSON file per member
-  std::string termination_log;  // RINGMASTER_TERMINATION_LOG, else /dev/termination-log if present
-  size_t stderr_entries = 32;   // entries of the dump printed on stderr (the file has all)
-  bool print = true;            // the stderr line and dump
 };
 
 class Group final : public GroupView {

@@ -1,19 +1,16 @@
-// The narrow integer and bool dtypes in the kernels, and the variable-size
-// collectives (all-gather-v, all-to-all, reduce-scatter) over the in-process
-// transport: group sizes 1-5, uneven and empty blocks, every dtype, each
-// result checked element by element against a locally computed one.
+// The variable-size algorithms (collectives/algorithms_v.cc: all-gather-v,
+// all-to-all, reduce-scatter) over the in-process transport: group sizes
+// 1-5, uneven and empty blocks, every dtype, each result checked element by
+// element against a locally computed one.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <thread>
 #include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/kernels.h"
-#include "group/failure_messages.h"
-#include "group/flight_recorder_ring.h"
 #include "local_transport.h"
 
 namespace ringmaster::internal {
@@ -26,94 +23,6 @@ constexpr DataType kEveryType[] = {DataType::kFloat16, DataType::kBFloat16, Data
                                    DataType::kInt16,   DataType::kBool};
 constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                                  ReduceOp::kProduct};
-
-template <typename T>
-std::vector<T> Apply(KernelIsa isa, DataType dt, ReduceOp op, std::vector<T> a, const std::vector<T>& b) {
-  ReduceIntoWith(isa, dt, op, a.data(), b.data(), a.size());
-  return a;
-}
-
-std::vector<KernelIsa> Isas() {
-  std::vector<KernelIsa> out{KernelIsa::kBaseline};
-  if (KernelIsaSupported(KernelIsa::kAvx2)) out.push_back(KernelIsa::kAvx2);
-  return out;
-}
-
-// Each narrow type x each op, in both builds of the loops; SUM and PRODUCT
-// wrap around (two's complement), as TensorFlow's integers do.
-template <typename T>
-void ExpectNarrowOps(DataType dt) {
-  using L = std::numeric_limits<T>;
-  const std::vector<T> a{L::max(), L::lowest(), T(3), T(7), T(L::max() / 2 + 1)};
-  const std::vector<T> b{T(2), L::max(), T(5), T(1), T(2)};
-  auto wrap = [](int64_t v) { return static_cast<T>(v); };  // modulo 2^bits (C++20)
-  for (KernelIsa isa : Isas()) {
-    std::vector<T> sum, prod, mn, mx;
-    for (size_t i = 0; i < a.size(); ++i) {
-      sum.push_back(wrap(int64_t(a[i]) + int64_t(b[i])));
-      prod.push_back(wrap(int64_t(a[i]) * int64_t(b[i])));
-      mn.push_back(std::min(a[i], b[i]));
-      mx.push_back(std::max(a[i], b[i]));
-    }
-    EXPECT_EQ(Apply(isa, dt, ReduceOp::kSum, a, b), sum) << DataTypeName(dt);
-    EXPECT_EQ(Apply(isa, dt, ReduceOp::kMean, a, b), sum) << DataTypeName(dt);  // MEAN reduces as SUM
-    EXPECT_EQ(Apply(isa, dt, ReduceOp::kProduct, a, b), prod) << DataTypeName(dt);
-    EXPECT_EQ(Apply(isa, dt, ReduceOp::kMin, a, b), mn) << DataTypeName(dt);
-    EXPECT_EQ(Apply(isa, dt, ReduceOp::kMax, a, b), mx) << DataTypeName(dt);
-  }
-  EXPECT_EQ(
-      Apply(KernelIsa::kBaseline, dt, ReduceOp::kSum, std::vector<T>{L::max()}, std::vector<T>{T(1)})[0],
-      L::lowest())
-      << DataTypeName(dt) << ": SUM wraps around";
-  // MEAN's division truncates toward zero.
-  std::vector<T> d{T(7), T(100), T(L::is_signed ? -7 : 8)};
-  DivideBy(dt, d.data(), d.size(), 2);
-  EXPECT_EQ(d, (std::vector<T>{T(3), T(50), T(L::is_signed ? -3 : 4)})) << DataTypeName(dt);
-  // Identities: 0, 1, the largest (MIN), the smallest (MAX).
-  std::vector<T> id(3);
-  const std::pair<ReduceOp, T> ids[] = {{ReduceOp::kSum, T(0)},
-                                        {ReduceOp::kMean, T(0)},
-                                        {ReduceOp::kProduct, T(1)},
-                                        {ReduceOp::kMin, L::max()},
-                                        {ReduceOp::kMax, L::lowest()}};
-  for (auto [op, want] : ids) {
-    FillIdentity(dt, op, id.data(), id.size());
-    EXPECT_EQ(id, std::vector<T>(3, want)) << DataTypeName(dt) << " " << ReduceOpName(op);
-  }
-  std::vector<T> e(2);
-  StoreElement(dt, e.data(), 1, -1);  // wraps for unsigned types
-  EXPECT_EQ(e[1], static_cast<T>(-1));
-  EXPECT_EQ(LoadElement(dt, e.data(), 1), static_cast<double>(static_cast<T>(-1)));
-}
-
-TEST(Kernels, NarrowIntegersEveryOpWrapTruncateAndIdentity) {
-  ExpectNarrowOps<uint8_t>(DataType::kUInt8);
-  ExpectNarrowOps<int8_t>(DataType::kInt8);
-  ExpectNarrowOps<uint16_t>(DataType::kUInt16);
-  ExpectNarrowOps<int16_t>(DataType::kInt16);
-}
-
-TEST(Kernels, NamesSizesAndBoolIsBytes) {
-  const char* names[] = {"uint8", "int8", "uint16", "int16"};
-  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(DataTypeName(kNarrow[i]), names[i]);
-  EXPECT_EQ(DataTypeName(DataType::kBool), "bool");
-  EXPECT_EQ(DataTypeSize(DataType::kUInt8), 1u);
-  EXPECT_EQ(DataTypeSize(DataType::kInt8), 1u);
-  EXPECT_EQ(DataTypeSize(DataType::kUInt16), 2u);
-  EXPECT_EQ(DataTypeSize(DataType::kInt16), 2u);
-  EXPECT_EQ(DataTypeSize(DataType::kBool), 1u);
-  uint8_t b[3] = {0, 0, 0};
-  StoreElement(DataType::kBool, b, 1, 5);
-  EXPECT_EQ(b[1], 1);
-  EXPECT_EQ(LoadElement(DataType::kBool, b, 1), 1.0);
-  // Callers refuse bool reductions; the kernels leave it untouched (no UB).
-  const uint8_t in[3] = {1, 1, 1};
-  for (ReduceOp op : kEveryOp) ReduceInto(DataType::kBool, op, b, in, 3);
-  EXPECT_EQ(b[0], 0);
-  EXPECT_EQ(b[1], 1);
-}
-
-// ---- the algorithms over the in-process transport ----
 
 template <typename F>
 void OnFabric(int n, F fn) {
@@ -312,27 +221,6 @@ TEST(ReduceScatter, EveryGroupSizeDtypeOpAndBlockShape) {
       }
     }
   }
-}
-
-TEST(FlightRecorder, NewKindsAreNamedAndAllToAllSizesMayDiffer) {
-  EXPECT_STREQ(OpKindName(OpKind::kAllToAll), "all-to-all");
-  EXPECT_STREQ(OpKindName(OpKind::kReduceScatter), "reduce-scatter");
-  OpInfo mine;
-  mine.kind = OpKind::kAllToAll;
-  mine.dtype = DataType::kUInt8;
-  mine.bytes = 10;
-  std::vector<ProgressReport> reports(2);
-  reports[1].progress = Progress::kRunning;
-  reports[1].info = mine;
-  reports[1].info.bytes = 99;  // each member sends what it has
-  EXPECT_TRUE(DescribeMismatch(7, 0, mine, {"a", "b"}, reports).ok());
-  reports[1].info.dtype = DataType::kInt16;
-  Status s = DescribeMismatch(7, 0, mine, {"a", "b"}, reports);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("all-to-all, 10 bytes of uint8"), std::string::npos) << s.message();
-  mine.kind = reports[1].info.kind = OpKind::kReduceScatter;
-  reports[1].info.dtype = DataType::kUInt8;
-  EXPECT_FALSE(DescribeMismatch(7, 0, mine, {"a", "b"}, reports).ok()) << "reduce-scatter sizes must agree";
 }
 
 }  // namespace

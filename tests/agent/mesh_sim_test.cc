@@ -3,11 +3,11 @@
 // connections and messages stay within c x log2 N, c = 12 (a full mesh
 // would give each member N - 1 = 1,023 connections, far over the bound of
 // 120: the last test shows the check refuses it).
+#include "mesh_sim.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "mesh_sim.h"
 
 namespace ringmaster::testing {
 namespace {

@@ -1,72 +1,38 @@
-// The engine's decisions without sockets or wall clock: the wording of
-// failures and the flight recorder. The group's state machine is tested by
-// transcripts (group_state_transcript_test, testdata/group_state).
+// The flight recorder (group/flight_recorder_ring.h) without sockets or wall
+// clock: the ring keeps the last K and answers where a member stands, the
+// JSON dump, ranks heard from past 64, the variable-size kinds named.
+#include "group/flight_recorder_ring.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
-#include "clock.h"
 #include "group/failure_messages.h"
-#include "group/flight_recorder_ring.h"
+#include "local_transport.h"
 
 namespace ringmaster::internal {
 namespace {
 
-const std::vector<std::string> kNames = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
-
-TEST(Verdict, DurationsInPlainUnits) {
-  EXPECT_EQ(FormatSeconds(15), "15 s");
-  EXPECT_EQ(FormatSeconds(1.5), "1.5 s");
-  EXPECT_EQ(FormatSeconds(0.2), "200 ms");
-  EXPECT_EQ(FormatSeconds(300), "5 min");
-  EXPECT_EQ(FormatSeconds(150), "2 min 30 s");
-}
-
-TEST(Verdict, TimeoutNamesWhoNeverEnteredAndWhoWaited) {
-  OpInfo info;
-  info.kind = OpKind::kAllReduce;
-  info.pack = 0;
-  info.packs = 1;
-  info.timeout_s = 5;
-  std::vector<ProgressReport> r(3);
-  r[0].progress = Progress::kRunning;
-  r[1].progress = Progress::kRunning;
-  r[2].progress = Progress::kNeverEntered;
-  r[2].last_finished = 2;
-  EXPECT_EQ(DescribeTimeout(3, info, kNames, r),
-            "all-reduce collective #3 (pack 0 of 1) timed out after 5 s: /job:worker/task:1 never entered it "
-            "(its last finished collective is #2); /job:chief/task:0 and /job:worker/task:0 waited");
-  r[2].progress = Progress::kUnknown;
-  r[0].progress = Progress::kQueued;
-  r[0].last_started = 2;
-  r[0].last_finished = 1;
-  EXPECT_EQ(
-      DescribeTimeout(3, info, kNames, r),
-      "all-reduce collective #3 (pack 0 of 1) timed out after 5 s: /job:chief/task:0 had it queued behind "
-      "collective #2, still running; /job:worker/task:1 did not answer (stopped, hung, or its control "
-      "connection is stuck); /job:worker/task:0 waited");
-}
-
-TEST(Verdict, MismatchNamesBothMembersAndBothShapes) {
+TEST(FlightRecorder, NewKindsAreNamedAndAllToAllSizesMayDiffer) {
+  EXPECT_STREQ(OpKindName(OpKind::kAllToAll), "all-to-all");
+  EXPECT_STREQ(OpKindName(OpKind::kReduceScatter), "reduce-scatter");
   OpInfo mine;
-  mine.bytes = 16;
-  mine.dtype = DataType::kFloat32;
-  std::vector<ProgressReport> r(3);
-  r[1].progress = Progress::kRunning;
-  r[1].info = mine;
-  r[2].progress = Progress::kRunning;
-  r[2].info = mine;
-  EXPECT_TRUE(DescribeMismatch(4, 1, mine, kNames, r).ok()) << "everyone agrees";
-  r[2].info.bytes = 32;
-  r[2].info.dtype = DataType::kFloat64;
-  Status s = DescribeMismatch(4, 1, mine, kNames, r);
+  mine.kind = OpKind::kAllToAll;
+  mine.dtype = DataType::kUInt8;
+  mine.bytes = 10;
+  std::vector<ProgressReport> reports(2);
+  reports[1].progress = Progress::kRunning;
+  reports[1].info = mine;
+  reports[1].info.bytes = 99;  // each member sends what it has
+  EXPECT_TRUE(DescribeMismatch(7, 0, mine, {"a", "b"}, reports).ok());
+  reports[1].info.dtype = DataType::kInt16;
+  Status s = DescribeMismatch(7, 0, mine, {"a", "b"}, reports);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(
-      s.message().find("collective #4 differs between members: /job:worker/task:0 has all-reduce pack 0 of "
-                       "1, 16 bytes of float32; /job:worker/task:1 has all-reduce pack 0 of 1, 32 bytes of "
-                       "float64"),
-      std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("all-to-all, 10 bytes of uint8"), std::string::npos) << s.message();
+  mine.kind = reports[1].info.kind = OpKind::kReduceScatter;
+  reports[1].info.dtype = DataType::kUInt8;
+  EXPECT_FALSE(DescribeMismatch(7, 0, mine, {"a", "b"}, reports).ok()) << "reduce-scatter sizes must agree";
 }
 
 TEST(FlightRecorder, RingKeepsTheLastKAndAnswersWhereAMemberStands) {

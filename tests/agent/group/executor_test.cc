@@ -1,13 +1,14 @@
 // The executor and its failure paths over the in-process transport, with a
 // fake clock: ordering and packs, MEAN, aborts, deadlines and the verdicts
 // that name the culprit. No socket and no sleeping through a timeout.
+#include "group/executor.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "collectives/collectives.h"
-#include "group/executor.h"
 #include "local_transport.h"
 
 namespace ringmaster::internal {

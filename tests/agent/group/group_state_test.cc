@@ -19,6 +19,8 @@
 //   stopping destroyed=true|false
 //   failed-call code=C                   what a caller whose own status is C gets
 //   state                                aborted, cause, new calls, watching, next deadline
+#include "group/group_state.h"
+
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -27,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "group/group_state.h"
 #include "transcript_util.h"
 #include "transport/peer_loss.h"
 

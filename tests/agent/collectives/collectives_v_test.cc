@@ -1,7 +1,7 @@
-// The variable-size collectives and the new dtypes at the Communicator:
-// groups over TCP on 127.0.0.1 (one thread per member), the argument checks
-// that name what is wrong, bool reductions refused, timeouts, and GPU memory
-// refused.
+// The variable-size collectives (collectives/collectives_v.cc) and the new
+// dtypes at the Communicator: groups over TCP on 127.0.0.1 (one thread per
+// member), the argument checks that name what is wrong, bool reductions
+// refused, timeouts, and GPU memory refused.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -1,25 +1,22 @@
-// Formation through the bootstrap seam without gRPC: the in-process
-// bootstrap (local_bootstrap.h) runs the leader's core and the followers'
-// protocol in this process, one thread per member; the last case builds the
-// data mesh over it on loopback. The core's decisions step by step are the
-// transcripts' (testdata/bootstrap).
+// Formation through the bootstrap seam (bootstrap/bootstrap.h) without
+// gRPC: the in-process bootstrap (local_bootstrap.h) runs the leader's core
+// and the followers' protocol in this process, one thread per member; the
+// data mesh (bootstrap/mesh.h) forms over it on loopback, and a round a
+// member left is formed again. The core's decisions step by step are the
+// transcripts' (transcript_test.cc).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "bootstrap/mesh.h"
-#include "group/overlay.h"
 #include "group_util.h"
 #include "local_bootstrap.h"
-#include "transport/fd_budget.h"
 #include "transport/net.h"
 
 namespace ringmaster {
 namespace {
 
-using internal::Deadline;
 using internal::DeadlineAfter;
 using internal::MemberEntry;
 using internal::Table;
@@ -290,45 +287,6 @@ TEST_P(LeftRoundSparse, AtEightEveryMemberFormsTheNextRoundWithTheNewProcess) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DeadRank, LeftRoundSparse, ::testing::Values(3, 7));
-
-// The descriptors a member needs: for a full mesh one socket per peer and
-// channel; for the sparse one its fingers' control connections and, on each
-// data channel, a ring's and the link probe's (2 + ⌈log2 N⌉); the listening
-// one, and a margin; the verdict against the process's limit.
-TEST(FdBudget, AGroupThatFitsNeedsNothingOneThatFitsUnderTheHardLimitRaisesTheSoftOne) {
-  using internal::FdBudget;
-  using internal::JudgeFdBudget;
-  using internal::kFdMargin;
-  using internal::MeshDescriptors;
-  EXPECT_EQ(MeshDescriptors(128, 4), 127 * 4 + 1 + kFdMargin);
-  EXPECT_EQ(MeshDescriptors(1, 4), 1 + kFdMargin);
-  // 128 members, 2 streams: 13 fingers, 2 + 7 on each of 3 data channels.
-  EXPECT_EQ(MeshDescriptors(128, 4, 13, /*first_use=*/true), 13 + 3 * 9 + 1 + kFdMargin);
-  // Small groups: never more than the other members.
-  EXPECT_EQ(MeshDescriptors(3, 4, 2, /*first_use=*/true), 2 + 3 * 2 + 1 + kFdMargin);
-  const int64_t need = MeshDescriptors(256, 4);  // 1085: more than a default `ulimit -n`
-  auto fits = JudgeFdBudget(need, FdBudget{20, 4096, 4096}, 256, 4);
-  EXPECT_TRUE(fits.error.ok());
-  EXPECT_FALSE(fits.raise_to.has_value());
-  auto raise = JudgeFdBudget(need, FdBudget{20, 1024, 524288}, 256, 4);
-  EXPECT_TRUE(raise.error.ok());
-  EXPECT_EQ(raise.raise_to, 20 + need);
-  EXPECT_FALSE(JudgeFdBudget(need, FdBudget{20, -1, -1}, 256, 4).raise_to.has_value()) << "unlimited";
-  EXPECT_EQ(JudgeFdBudget(need, FdBudget{20, 1024, -1}, 256, 4).raise_to, 20 + need);
-}
-
-TEST(FdBudget, AGroupThatCannotFitFailsNamingTheLimitTheNeedAndWhatToDo) {
-  const int64_t need = internal::MeshDescriptors(256, 4);
-  auto v = internal::JudgeFdBudget(need, internal::FdBudget{20, 1024, 1024}, 256, 4);
-  EXPECT_EQ(v.error.code(), StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(v.raise_to.has_value());
-  const std::string m(v.error.message());
-  for (const std::string& part :
-       {std::string("256 members"), std::string("4 channels"), "needs about " + std::to_string(need),
-        std::string("may open 1024"), std::string("RLIMIT_NOFILE"), std::string("hard limit is 1024"),
-        "at least " + std::to_string(20 + need), std::string("ulimit -n")})
-    EXPECT_NE(m.find(part), std::string::npos) << part << " not in: " << m;
-}
 
 }  // namespace
 }  // namespace ringmaster

@@ -1,6 +1,8 @@
 // The control overlay's fingers (group/overlay.h): symmetric, at most
 // 2⌈log2 n⌉ of them, and a graph whose diameter is ⌈log2 n⌉, so news that
 // one member floods to its fingers reaches every member in that many hops.
+#include "group/overlay.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "group/group_state.h"
-#include "group/overlay.h"
 
 namespace ringmaster::internal {
 namespace {

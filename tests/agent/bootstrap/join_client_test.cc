@@ -1,8 +1,12 @@
-// A follower's Join over gRPC to a real leader's control service, its name
-// first giving a dead address (as a replaced pod's name does for seconds) or
-// never resolving: looked up by the follower (a resolver of the test's own
-// in place of getaddrinfo), or by gRPC through a DNS server of the test's own
-// (gRPC's dns://SERVER/NAME target).
+// A follower's Join over gRPC to a real leader's control service
+// (bootstrap/join_client.h), its name first giving a dead address (as a
+// replaced pod's name does for seconds) or never resolving: looked up by the
+// follower (a resolver of the test's own in place of getaddrinfo), or by
+// gRPC through a DNS server of the test's own (gRPC's dns://SERVER/NAME
+// target); 64 members through the formation tree, a stranded member asking
+// the leader for its table, a held Join ending with its caller.
+#include "bootstrap/join_client.h"
+
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
@@ -14,7 +18,6 @@
 
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -25,7 +28,6 @@
 #include "bootstrap/formation_hub.h"
 #include "bootstrap/formation_tree.h"
 #include "bootstrap/join_checks.h"
-#include "bootstrap/join_client.h"
 #include "bootstrap/join_rules.h"
 #include "bootstrap/proto_forms.h"
 #include "control_calls.h"
@@ -526,66 +528,6 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
   EXPECT_EQ(round.fetched, 0);
 }
 
-// The leader gives a round's table while that round is its current one, and
-// otherwise says it was left: a member of it joined the next round, the
-// leader did, a later round formed, or the leader never knew it. Pure.
-TEST(FormationState, ATableAskedForIsGivenOnlyWhileItsRoundIsTheCurrentOne) {
-  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
-  const internal::JobKey none;
-  uint64_t next_id = 0;
-  internal::FormationState state(0, names, &none, [&] { return ++next_id; });
-  const auto now = std::chrono::steady_clock::now();
-  auto join = [&](int r, uint64_t process) {
-    internal::JoinClaim c;
-    c.rank = r;
-    c.group_size = 3;
-    c.task_name = names[r];
-    c.data_port = 4000 + r;
-    c.process_id = process;
-    c.control_port = 5000 + r;
-    return state.Join(c, "h", now);
-  };
-  auto ask = [&](uint64_t incarnation, int r = 1) {
-    return state.FetchTable(internal::TableAsk{incarnation, r, names[r]}, now);
-  };
-  using R = internal::FetchedRound;
-  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
-  join(1, 11);
-  EXPECT_EQ(ask(1).round, R::kSuperseded);  // not formed: nobody holds incarnation 1 yet
-  ASSERT_TRUE(join(2, 12).completed);
-  auto f = ask(1);
-  ASSERT_TRUE(f.refused.ok()) << f.refused.ToString();
-  EXPECT_EQ(f.round, R::kFormed);
-  EXPECT_EQ(f.table.incarnation, 1u);
-  EXPECT_EQ(f.table.members.size(), 3u);
-  EXPECT_EQ(f.table.members[2].control_port, 5002);
-  // A claim that is not the asker's is refused, not answered.
-  f = state.FetchTable(internal::TableAsk{1, 2, names[1]}, now);
-  EXPECT_EQ(f.refused.code(), StatusCode::kInvalidArgument);
-  EXPECT_FALSE(f.stranger);
-  // Rank 2 restarted and joins the next round: round 1's mesh cannot form.
-  join(2, 13);
-  f = ask(1);
-  EXPECT_EQ(f.round, R::kSuperseded);
-  EXPECT_EQ(f.why, "a member of it joined the next round");
-  EXPECT_TRUE(f.table.members.empty());
-  EXPECT_EQ(ask(99).why, "the leader does not know it (it restarted, or formed several rounds since)");
-  // The next round forms: round 1 is behind it, round 2 is given ...
-  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
-  ASSERT_TRUE(join(1, 11).completed);
-  EXPECT_EQ(ask(1).why, "the leader formed a later round");
-  EXPECT_EQ(ask(2).round, R::kFormed);
-  // ... until the leader itself takes the next one.
-  state.LeaderJoins(MemberEntry{0, names[0], "h", 4000, 1}, now);
-  f = ask(2);
-  EXPECT_EQ(f.round, R::kSuperseded);
-  EXPECT_EQ(f.why, "the leader left it for the next round");
-  // Only the leader answers.
-  internal::FormationState follower(1, names, &none, [] { return uint64_t{7}; });
-  EXPECT_EQ(follower.FetchTable(internal::TableAsk{1, 1, names[1]}, now).refused.code(),
-            StatusCode::kFailedPrecondition);
-}
-
 // FetchTable over gRPC: a stranger (no key, another key) is refused
 // UNAUTHENTICATED and logged, like a Join's or a Deliver's; a member that
 // proves the key is answered at once, with the leader's proof over its
@@ -653,61 +595,6 @@ TEST(GrpcJoin, AFetchedTableIsGivenOnlyToTheJobKeysHolders) {
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
 }
 
-// Below kTreeFromMembers members every Join answer carries the whole table
-// (a member that dies after its Join leaves nobody waiting for it); from
-// it on, the incarnation and the member's parent.
-TEST(FormationTree, OnlyGroupsOfSixtyFourOrMoreSendTheTableDownTheTree) {
-  const internal::JobKey key(kKey);
-  for (size_t n : {size_t{2}, size_t{8}, internal::kTreeFromMembers - 1, internal::kTreeFromMembers,
-                   internal::kTreeFromMembers + 1}) {
-    internal::Table table{9, {}};
-    for (size_t r = 0; r < n; ++r) {
-      const int rank = static_cast<int>(r);
-      table.members.push_back(MemberEntry{rank, "/job:worker/task:" + std::to_string(r), "h", 4000 + rank,
-                                          100u + r, r == 0 ? 0 : 5000 + rank});
-    }
-    internal::JoinClaim claim;
-    claim.rank = 3 % static_cast<int>(n);
-    claim.group_size = static_cast<int>(n);
-    const internal::JoinAnswer a = internal::AnswerJoin(key, claim, table);
-    const bool tree = n >= internal::kTreeFromMembers;
-    EXPECT_EQ(internal::TableTravelsDownTree(table), tree) << n;
-    EXPECT_EQ(a.forwarded, tree) << n;
-    EXPECT_EQ(a.table.members.size(), tree ? 0u : n) << n;
-    EXPECT_EQ(a.table.incarnation, 9u) << n;
-  }
-}
-
-// The formation tree: every member but the leader has one parent, is its
-// parent's child and is reached in at most ⌈log2 n⌉ hops; nobody sends more
-// than ⌈log2 n⌉ tables.
-TEST(FormationTree, EveryPlaceOnceWithinLog2NHops) {
-  for (int n = 1; n <= 1100; n = n < 70 ? n + 1 : n * 2 - 3) {
-    int log2n = 0;
-    while ((1 << log2n) < n) ++log2n;
-    std::vector<int> reached(n, 0);
-    for (int p = 0; p < n; ++p) {
-      const auto kids = internal::TreeChildren(p, n);
-      EXPECT_LE(static_cast<int>(kids.size()), log2n) << n << " " << p;
-      for (int c : kids) {
-        ASSERT_LT(c, n);
-        ++reached[c];
-        EXPECT_EQ(internal::TreeParent(c), p) << n << " " << c;
-      }
-      int hops = 0;
-      for (int q = p; q > 0; q = internal::TreeParent(q)) ++hops;
-      EXPECT_LE(hops, log2n) << n << " " << p;
-    }
-    EXPECT_EQ(reached[0], 0);
-    for (int p = 1; p < n; ++p) EXPECT_EQ(reached[p], 1) << n << " " << p;
-    EXPECT_EQ(static_cast<int>(internal::TreeChildren(0, n).size()), log2n) << n;
-  }
-  EXPECT_EQ(internal::TreeChildren(0, 8), (std::vector<int>{1, 2, 4}));
-  EXPECT_EQ(internal::TreeChildren(1, 8), (std::vector<int>{3, 5}));
-  EXPECT_EQ(internal::TreeChildren(3, 8), (std::vector<int>{7}));
-  EXPECT_EQ(internal::TreeParent(6), 2);
-}
-
 // A Join held by the leader ends when its caller goes away (gRPC cancels the
 // call: the reactor's OnCancel) and when its deadline passes (the hub's
 // timer, a little before the caller's): either way the leader holds nothing
@@ -765,76 +652,6 @@ TEST(GrpcJoin, AHeldJoinEndsWhenItsCallerGoesAwayOrItsDeadlinePasses) {
   }
   service.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-}
-
-// A Join held without a thread (FollowerJoinLater) is answered exactly once:
-// with the table when its round completes, or naming who is missing at its
-// deadline, when its call is cancelled, or at shutdown.
-TEST(FormationHub, AJoinHeldWithoutAThreadIsAnsweredOnceNamingWhoIsMissing) {
-  const std::vector<std::string> names = {"/job:chief/task:0", "/job:worker/task:0", "/job:worker/task:1"};
-  const internal::JobKey none;
-  uint64_t next_id = 0;
-  internal::FormationHub hub(0, names, &none, [&] { return ++next_id; });
-  auto claim = [&](int r) {
-    internal::JoinClaim c;
-    c.rank = r;
-    c.group_size = 3;
-    c.task_name = names[r];
-    c.data_port = 4000 + r;
-    c.process_id = 10 + r;
-    return c;
-  };
-  std::mutex mu;
-  std::vector<std::string> answers;
-  auto record = [&](const std::string& who) {
-    return [&, who](StatusOr<internal::Table> t) {
-      std::lock_guard<std::mutex> lock(mu);
-      answers.push_back(who + ": " +
-                        (t.ok() ? "table " + std::to_string(t->incarnation) : t.status().ToString()));
-    };
-  };
-  auto answered = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return answers;
-  };
-  bool stranger = false;
-  // Refused at once: no ticket.
-  internal::JoinClaim bad = claim(1);
-  bad.task_name = "/job:worker/task:9";
-  EXPECT_EQ(hub.FollowerJoinLater(bad, "h", DeadlineAfter(10), record("bad"), &stranger), 0u);
-  EXPECT_FALSE(stranger);
-  ASSERT_EQ(answered().size(), 1u);
-  EXPECT_THAT(answered()[0], ::testing::HasSubstr("bad: InvalidArgument"));
-  // Its deadline passes (the hub's timer): the leader and worker 1 are missing.
-  EXPECT_NE(hub.FollowerJoinLater(claim(1), "h", DeadlineAfter(0.05), record("w0"), &stranger), 0u);
-  for (int i = 0; i < 500 && answered().size() < 2; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(answered().size(), 2u);
-  EXPECT_THAT(answered()[1], ::testing::HasSubstr("w0: DeadlineExceeded"));
-  EXPECT_THAT(answered()[1], ::testing::HasSubstr("missing /job:chief/task:0, /job:worker/task:1"));
-  EXPECT_EQ(hub.Waiting(), 0);
-  // Cancelled: answered now; a second Cancel does nothing.
-  const uint64_t t1 = hub.FollowerJoinLater(claim(2), "h", DeadlineAfter(10), record("w1"), &stranger);
-  EXPECT_EQ(hub.Waiting(), 1);
-  hub.Cancel(t1);
-  hub.Cancel(t1);
-  ASSERT_EQ(answered().size(), 3u);
-  EXPECT_THAT(answered()[2], ::testing::HasSubstr("w1: DeadlineExceeded"));
-  // The round completes with the leader: both joiners get its table.
-  hub.FollowerJoinLater(claim(1), "h", DeadlineAfter(10), record("w0"), &stranger);
-  hub.FollowerJoinLater(claim(2), "h", DeadlineAfter(10), record("w1"), &stranger);
-  EXPECT_EQ(hub.Waiting(), 2);
-  auto table = hub.LeaderJoin(MemberEntry{0, names[0], "h", 4000, 10}, DeadlineAfter(10), 10);
-  ASSERT_TRUE(table.ok()) << table.status().ToString();
-  ASSERT_EQ(answered().size(), 5u);
-  EXPECT_EQ(answered()[3], "w0: table " + std::to_string(table->incarnation));
-  EXPECT_EQ(answered()[4], "w1: table " + std::to_string(table->incarnation));
-  // Shutdown answers whoever waits.
-  hub.FollowerJoinLater(claim(1), "h", DeadlineAfter(10), record("w0"), &stranger);
-  hub.Shutdown();
-  ASSERT_EQ(answered().size(), 6u);
-  EXPECT_THAT(answered()[5], ::testing::HasSubstr("w0: Unavailable: the leader is shutting down"));
-  EXPECT_EQ(hub.Waiting(), 0);
 }
 
 }  // namespace

@@ -1,20 +1,16 @@
-// Multi-member tests over TCP on 127.0.0.1 (one thread per member, so the
-// sanitizers see every thread): formation, every dtype and op, awkward
-// sizes, packing, the async form, broadcast/all-gather/barrier/reduce, and
-// option validation and merging at the API.
+// The Communicator (communicator.cc) over TCP on 127.0.0.1 (one thread per
+// member, so the sanitizers see every thread): every dtype and op, awkward
+// sizes, packing, the async form and handles, broadcast/all-gather/barrier/
+// reduce, out of place, and option validation and merging at the API.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <future>
-#include <map>
 
 #include "collectives/kernels.h"
 #include "group_util.h"
-#include "ringmaster/ringmaster.h"
-#include "transport/net.h"
 
 namespace ringmaster {
 namespace {
@@ -23,7 +19,6 @@ using testing::FormGroup;
 using testing::Group;
 using testing::LocalSettings;
 using testing::OnAll;
-using testing::OneMemberCommunicator;
 
 // A typed buffer filled with small integers.
 struct Buf {
@@ -77,7 +72,7 @@ double Expected(DataType dt, ReduceOp op, int n, int64_t i, int salt) {
   return b.Get(0);
 }
 
-// Every dtype that reduces (bool moves only: see engine_collectives_v_api_test).
+// Every dtype that reduces (bool moves only: see collectives/collectives_v_test.cc).
 const DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
                               DataType::kInt32,   DataType::kInt64,    DataType::kUInt8,   DataType::kInt8,
                               DataType::kUInt16,  DataType::kInt16};
@@ -328,86 +323,6 @@ TEST(Options, ValidationNamesTheFieldAndMergeFollowsTf) {
   EXPECT_EQ(m.implementation, Implementation::kRing);
 }
 
-TEST(Settings, FromEnvironmentRejectsBadValues) {
-  ::setenv("TF_CONFIG",
-           R"({"cluster":{"worker":["127.0.0.1:1","127.0.0.1:2"]},"task":{"type":"worker","index":1}})", 1);
-  ::setenv("RINGMASTER_STREAMS", "99", 1);
-  auto s = CommunicatorSettings::FromEnvironment();
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("RINGMASTER_STREAMS"), std::string::npos);
-  ::unsetenv("RINGMASTER_STREAMS");
-  ::setenv("RINGMASTER_BYTES_PER_PACK", "-5", 1);
-  s = CommunicatorSettings::FromEnvironment();
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("RINGMASTER_BYTES_PER_PACK"), std::string::npos);
-  ::unsetenv("RINGMASTER_BYTES_PER_PACK");
-  ::setenv("RINGMASTER_PORT", "7777", 1);
-  ::setenv("RINGMASTER_TIMEOUT_SECONDS", "2.5", 1);
-  s = CommunicatorSettings::FromEnvironment();
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->control_ports, std::vector<int>{7777});
-  EXPECT_EQ(*s->group.rank, 1);
-  EXPECT_EQ(s->defaults.timeout_seconds, 2.5);
-  ::unsetenv("RINGMASTER_PORT");
-  ::unsetenv("RINGMASTER_TIMEOUT_SECONDS");
-  ::setenv("TF_CONFIG", R"({"cluster":{"worker":["a:1"],"ps":["b:2"]},"task":{"type":"ps","index":0}})", 1);
-  s = CommunicatorSettings::FromEnvironment();
-  EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
-  ::setenv("TF_CONFIG", "{not json", 1);
-  s = CommunicatorSettings::FromEnvironment();
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  ::unsetenv("TF_CONFIG");
-}
-
-// RINGMASTER_PORT: one port for every member, or one per member in rank order.
-TEST(Settings, ControlPortsParse) {
-  auto one = CommunicatorSettings::ParseControlPorts("2223", 3);
-  ASSERT_TRUE(one.ok()) << one.status().ToString();
-  EXPECT_EQ(*one, std::vector<int>{2223});
-  auto each = CommunicatorSettings::ParseControlPorts("41000,41001,41002", 3);
-  ASSERT_TRUE(each.ok()) << each.status().ToString();
-  EXPECT_EQ(*each, (std::vector<int>{41000, 41001, 41002}));
-  auto none = CommunicatorSettings::ParseControlPorts("", 3);
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-  for (const char* bad : {"0", "65536", "41000,41001", "41000,,41002", "x", "41000,41001,41002,", "-1"}) {
-    auto s = CommunicatorSettings::ParseControlPorts(bad, 3);
-    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(s.status().message().find("RINGMASTER_PORT"), std::string::npos) << s.status().ToString();
-  }
-  auto count = CommunicatorSettings::ParseControlPorts("1,2", 3);
-  EXPECT_NE(count.status().message().find("2 ports for 3 members"), std::string::npos)
-      << count.status().ToString();
-}
-
-// A port that is taken (TensorFlow's server has it, say) fails at once with
-// the cause, the port and the setting that changes it.
-TEST(Settings, TakenControlPortSaysAddressInUse) {
-  int taken = 0;
-  auto fd = internal::Listen(0, &taken);
-  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
-  auto settings = testing::LocalSettings(2);
-  settings[0].control_ports = {taken, taken + 1 > 65535 ? 1 : taken + 1};
-  auto c = Communicator::Create(settings[0]);
-  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable);
-  const std::string msg = c.status().message();
-  EXPECT_NE(msg.find("address already in use"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("port " + std::to_string(taken)), std::string::npos) << msg;
-  EXPECT_NE(msg.find("RINGMASTER_PORT"), std::string::npos) << msg;
-
-  // Without RINGMASTER_PORT the leader takes its TF_CONFIG port + 1, never
-  // the TF_CONFIG port itself.
-  auto defaults = testing::LocalSettings(2);
-  defaults[0].control_ports.clear();
-  defaults[0].group.members[0].address = "127.0.0.1:" + std::to_string(taken - 1);
-  c = Communicator::Create(defaults[0]);
-  EXPECT_EQ(c.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(c.status().message().find("port " + std::to_string(taken) + ":"), std::string::npos)
-      << c.status().ToString();
-  int raw = *fd;
-  internal::CloseFd(raw);
-}
-
 // CollectiveHandle::Then: an asynchronous framework kernel's completion, on
 // the engine's thread, once, with the call's status.
 TEST(Handles, ThenCallsBackOnceWithTheResult) {
@@ -469,53 +384,6 @@ TEST(Handles, ThenReportsTheTimeout) {
   EXPECT_EQ(f.get().code(), StatusCode::kDeadlineExceeded);
 }
 
-// The C API's additions for framework integrations, on a group of one.
-TEST(CApi, TaskNamesHealthDefaultAndCallbacks) {
-  rm_communicator* c = OneMemberCommunicator();
-  ASSERT_NE(c, nullptr);
-  EXPECT_STREQ(rm_task_name(c, 0), "/job:worker/task:0");
-  EXPECT_EQ(rm_task_name(c, 1), nullptr);
-  EXPECT_EQ(rm_health(c), RM_OK);
-  EXPECT_EQ(rm_default_communicator(), nullptr);
-  rm_set_default_communicator(c);
-  EXPECT_EQ(rm_default_communicator(), c);
-
-  double v[3] = {1, 2, 3};
-  rm_tensor t{v, 3, RM_FLOAT64};
-  rm_handle* h = nullptr;
-  ASSERT_EQ(rm_allreduce_async(c, &t, 1, RM_SUM, nullptr, &h), RM_OK);
-  struct Seen {
-    std::promise<std::pair<int, std::string>> p;
-  } seen;
-  ASSERT_EQ(rm_handle_then(
-                h,
-                [](void* arg, int code, const char* msg) {
-                  static_cast<Seen*>(arg)->p.set_value({code, msg});
-                },
-                &seen),
-            RM_OK);
-  auto f = seen.p.get_future();
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  auto [code, msg] = f.get();
-  EXPECT_EQ(code, RM_OK);
-  EXPECT_EQ(msg, "");
-  EXPECT_EQ(v[2], 3.0);  // a group of one: the sum is the value
-  EXPECT_EQ(rm_handle_then(nullptr, nullptr, nullptr), RM_INVALID_ARGUMENT);
-  // Out of place through the C API: the result lands in the tensor, the
-  // source is only read.
-  const double src[3] = {4, 5, 6};
-  double dst[3] = {0, 0, 0};
-  rm_tensor d{dst, 3, RM_FLOAT64};
-  const void* sources[1] = {src};
-  ASSERT_EQ(rm_allreduce_async_from(c, sources, &d, 1, RM_SUM, nullptr, &h), RM_OK);
-  ASSERT_EQ(rm_handle_wait(h), RM_OK) << rm_last_error();
-  EXPECT_EQ(dst[0], 4.0);
-  EXPECT_EQ(dst[2], 6.0);
-  // Destroying the default clears it: nobody is left with a dangling one.
-  rm_communicator_destroy(c);
-  EXPECT_EQ(rm_default_communicator(), nullptr);
-}
-
 // Out of place: the input is read from `source`, which stays as it was; the
 // result lands in `data`, whatever it held. One big tensor alone in its pack
 // and small ones sharing a staged pack, both ways.
@@ -553,5 +421,6 @@ TEST(AllReduce, OutOfPlaceReadsSourceAndWritesData) {
     EXPECT_NE(st.message().find("tensors[0].source"), std::string::npos) << st.ToString();
   });
 }
+
 }  // namespace
 }  // namespace ringmaster

@@ -1,15 +1,14 @@
-// Process sets (Communicator::AddProcessSet): subgroups of a formed group
-// over TCP on 127.0.0.1, one thread per member. Their collectives give the
-// subgroup's results, renumber ranks, count their own sequence (members
-// outside a set never see its collectives), interleave with the whole
-// group's, and a disagreement or a bad rank fails on every member, naming
-// who and what.
+// Process sets (Communicator::AddProcessSet; group/process_set.h: whether the
+// members agree): subgroups of a formed group over TCP on 127.0.0.1, one
+// thread per member. Their collectives give the subgroup's results, renumber
+// ranks, count their own sequence (members outside a set never see its
+// collectives), interleave with the whole group's, and a disagreement or a
+// bad rank fails on every member, naming who and what.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "collectives/subgroup.h"
 #include "group_util.h"
 #include "local_transport.h"
 
@@ -279,32 +278,6 @@ TEST(ProcessSet, AfterAReformSurvivorsAndANewIncarnationAddTheirSetsAlike) {
   sum_on(low2, 1);
   for (int r = 0; r < n; ++r) EXPECT_EQ(failures[r], "") << r;
   ExpectExactSum(g);
-}
-
-// The adapter alone: ranks renumbered, messages to the right members.
-TEST(SubgroupTransport, RenumbersMembersOverTheParent) {
-  internal::LocalFabric fabric(4);
-  std::vector<int> members = {1, 3};
-  std::vector<Status> st(4);
-  std::vector<int64_t> got(4, -1);
-  OnAll(4, [&](int r) {
-    if (r != 1 && r != 3) return;
-    internal::LocalTransport parent(&fabric, r);
-    internal::SubgroupTransport sub(parent, members);
-    EXPECT_EQ(sub.size(), 2);
-    EXPECT_EQ(sub.rank(), r == 1 ? 0 : 1);
-    parent.Begin(1, internal::NoDeadline());
-    int64_t mine = r, theirs = -1;
-    int a = sub.Isend(1 - sub.rank(), 7, &mine, sizeof mine);
-    int b = sub.Irecv(1 - sub.rank(), 7, &theirs, sizeof theirs);
-    st[r] = sub.Wait(b);
-    if (st[r].ok()) st[r] = sub.Wait(a);
-    got[r] = theirs;
-  });
-  EXPECT_TRUE(st[1].ok()) << st[1].ToString();
-  EXPECT_TRUE(st[3].ok()) << st[3].ToString();
-  EXPECT_EQ(got[1], 3);
-  EXPECT_EQ(got[3], 1);
 }
 
 }  // namespace

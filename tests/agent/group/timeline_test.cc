@@ -1,6 +1,8 @@
 // The timeline (Communicator::StartTimeline): a Chrome trace of every
 // collective a member runs, its process sets' on a row of their own; the
 // file is one valid JSON array once stopped, and a bad path names itself.
+#include "group/timeline.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "group/timeline.h"
 #include "group_util.h"
 
 namespace ringmaster {
