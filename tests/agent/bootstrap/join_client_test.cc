@@ -462,13 +462,17 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableAsksTheLeaderForIt) {
   int undelivered = 0;
   for (int r = 2; r < n; ++r) {
     if (round.delivered[r] == 0) ++undelivered;
-    if (kTimelyTree) EXPECT_EQ(round.delivered[r], 1) << r;
+    if (kTimelyTree) {
+      EXPECT_EQ(round.delivered[r], 1) << r;
+    }
   }
   EXPECT_GE(round.fetched, 1);
   EXPECT_LE(undelivered, round.fetched - 1);
   // The leader gave far fewer tables than the subtree has members (on a
   // slow machine a member two hops down may ask too before rank 1's comes).
-  if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
+  if (kTimelyTree) {
+    EXPECT_LT(round.fetched, n / 4);
+  }
   EXPECT_EQ(round.refused, 0u);
 }
 
@@ -496,11 +500,15 @@ TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
   int undelivered = 0;
   for (int r = 2; r < n; ++r) {
     if (round.delivered[r] == 0) ++undelivered;
-    if (kTimelyTree) EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
+    if (kTimelyTree) {
+      EXPECT_EQ(round.delivered[r], asked.count(r) ? 0 : 1) << r;
+    }
   }
   EXPECT_GE(round.fetched, 5);
   EXPECT_LE(undelivered, round.fetched);
-  if (kTimelyTree) EXPECT_LT(round.fetched, n / 4);
+  if (kTimelyTree) {
+    EXPECT_LT(round.fetched, n / 4);
+  }
   EXPECT_EQ(round.refused, 0u);
 }
 
