@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "collectives/kernels.h"
-#include "gpu/batched_copy.h"
 #include "gpu/batched_copy_params.h"
 
 // The opaque handles of the real headers, defined here for the fake.
@@ -785,8 +784,7 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     s.stop = false;
   }
   s.worker = std::thread(WorkerLoop);
-  internal::ResetBatchedCopyForTesting();  // the kernel is loaded anew from this table
-  internal::SetGpuApiForTesting(&s.api);
+  internal::SetGpuApiForTesting(&s.api);  // a new table (TableId): the kernel is loaded anew from it
 }
 
 void Uninstall() {
@@ -900,12 +898,10 @@ void SetHangingRank(int r) {
 }
 
 void SetBatchedCopyKernel(bool available) {
-  {
-    Lock lock(S().mu);
-    S().api.cuda_optional.LibraryLoadData = available ? LibraryLoadData : nullptr;
-    S().api.cuda_optional.LaunchKernel = available ? LaunchKernel : nullptr;
-  }
-  internal::ResetBatchedCopyForTesting();
+  Lock lock(S().mu);
+  S().api.cuda_optional.LibraryLoadData = available ? LibraryLoadData : nullptr;
+  S().api.cuda_optional.LaunchKernel = available ? LaunchKernel : nullptr;
+  S().api.id = internal::TableId();  // a changed table is a new one: the kernel is loaded anew
 }
 
 void SetAsyncError(bool on) {

@@ -325,7 +325,6 @@ cudaError_t FakeGetLastError() {
 class BatchedCopyTable : public ::testing::Test {
  protected:
   void SetUp() override {
-    ResetBatchedCopyForTesting();
     g_calls = &calls_;
     api_.cudart_path = "libcudart-fake.so";
     api_.cuda.GetErrorString = FakeErrorString;
@@ -341,10 +340,7 @@ class BatchedCopyTable : public ::testing::Test {
     o.LibraryUnload = FakeUnload;
     o.LibraryGetKernel = FakeGetKernel;
   }
-  void TearDown() override {
-    ResetBatchedCopyForTesting();
-    g_calls = nullptr;
-  }
+  void TearDown() override { g_calls = nullptr; }
   // n items of `bytes` each from one random arena into another; Check() compares.
   void MakeItems(size_t n, size_t bytes) {
     src_.assign(n * bytes, 0);
@@ -432,8 +428,8 @@ TEST_F(BatchedCopyTable, AnOldRuntimeOrAnOldGpuCopiesItemByItemAndSaysWhy) {
     EXPECT_NE(info.what.find("no kernel image"), std::string::npos) << info.what;
   }
 
-  ResetBatchedCopyForTesting();
   api_.cuda_optional.LibraryLoadData = FakeLoad;
+  api_.id = TableId();  // a changed table is a new one: the kernel is looked up anew
   calls_.cc_major = 7;  // a Turing GPU: nothing embedded runs there
   calls_.cc_minor = 5;
   ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0).ok());

@@ -18,9 +18,9 @@ struct DeviceKernel {
 };
 
 std::mutex g_mu;
-// Keyed by the table too: tests use tables of their own.
-std::map<std::pair<const GpuApi*, int>, DeviceKernel>& Kernels() {
-  static auto* kernels = new std::map<std::pair<const GpuApi*, int>, DeviceKernel>;
+// Keyed by the table's id too (gpu_api.h, TableId): each table loads its own.
+std::map<std::pair<uint64_t, int>, DeviceKernel>& Kernels() {
+  static auto* kernels = new std::map<std::pair<uint64_t, int>, DeviceKernel>;
   return *kernels;
 }
 
@@ -116,7 +116,7 @@ DeviceKernel Load(const GpuApi& api, int device) {
 const DeviceKernel& KernelFor(const GpuApi& api, int device) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto& kernels = Kernels();
-  const auto key = std::make_pair(&api, device);
+  const auto key = std::make_pair(api.id.value(), device);
   if (auto it = kernels.find(key); it != kernels.end()) return it->second;
   DeviceKernel k = Load(api, device);
   DebugLog("batched copy on GPU " + std::to_string(device) + ": " +
@@ -231,11 +231,6 @@ Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem
 BatchedCopyKernelInfo BatchedCopyKernel(const GpuApi& api, int device) {
   const DeviceKernel& k = KernelFor(api, device);
   return {k.kernel != nullptr, k.what};
-}
-
-void ResetBatchedCopyForTesting() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  Kernels().clear();
 }
 
 }  // namespace ringmaster::internal

@@ -45,7 +45,4 @@ struct BatchedCopyKernelInfo {
 };
 BatchedCopyKernelInfo BatchedCopyKernel(const GpuApi& api, int device);
 
-// Tests: forget the loaded kernels (their libraries are not unloaded).
-void ResetBatchedCopyForTesting();
-
 }  // namespace ringmaster::internal

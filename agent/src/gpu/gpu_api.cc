@@ -155,6 +155,11 @@ Loaded* LoadOnce() {
 
 }  // namespace
 
+uint64_t TableId::Next() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 StatusOr<const GpuApi*> LoadGpuApi() {
   if (const GpuApi* t = g_test_api.load(std::memory_order_acquire)) return t;
   Loaded* l = LoadOnce();

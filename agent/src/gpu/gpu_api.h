@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <cstdint>
 #include <string>
 
 #include "ringmaster/env_vars.h"
@@ -89,7 +90,26 @@ struct NcclApi {
   decltype(&::ncclAllReduce) AllReduce = nullptr;
 };
 
+// Tells tables apart for what is kept per table (the batched copy's loaded
+// kernels, batched_copy.cc): every table has its own number, and a copy or
+// an assignment gets a new one, so a table made anew loads anew.
+class TableId {
+ public:
+  TableId() : value_(Next()) {}
+  TableId(const TableId&) : value_(Next()) {}
+  TableId& operator=(const TableId&) {
+    value_ = Next();
+    return *this;
+  }
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t Next();
+  uint64_t value_;
+};
+
 struct GpuApi {
+  TableId id;
   CudaApi cuda;
   DriverApi driver;
   CudaOptionalApi cuda_optional;  // the batched copy's; each may be nullptr
