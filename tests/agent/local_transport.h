@@ -12,6 +12,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -175,5 +176,19 @@ class LocalTransport : public Transport {
   std::vector<int> heard_list_;
   std::vector<Req> reqs_;
 };
+
+// Runs `fn(transport)` on n threads over one fabric.
+template <typename F>
+void OnFabric(int n, F fn) {
+  LocalFabric fabric(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      LocalTransport t(&fabric, r);
+      fn(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
 
 }  // namespace ringmaster::internal

@@ -16,20 +16,6 @@
 namespace ringmaster::internal {
 namespace {
 
-// Runs `fn(transport)` on n threads over one fabric.
-template <typename F>
-void OnFabric(int n, F fn) {
-  LocalFabric fabric(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      LocalTransport t(&fabric, r);
-      fn(t);
-    });
-  }
-  for (auto& th : threads) th.join();
-}
-
 // Member r's element i: distinct small integers, so sums are exact.
 double Value(int r, size_t i) {
   return static_cast<double>((i * 13 + static_cast<size_t>(r) * 7) % 11) - 5;

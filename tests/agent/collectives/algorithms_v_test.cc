@@ -10,32 +10,20 @@
 #include <vector>
 
 #include "collectives/algorithms.h"
+#include "collectives/every_type.h"
 #include "collectives/kernels.h"
 #include "local_transport.h"
 
 namespace ringmaster::internal {
 namespace {
 
-constexpr DataType kNarrow[] = {DataType::kUInt8, DataType::kInt8, DataType::kUInt16, DataType::kInt16};
-constexpr DataType kEveryType[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                                   DataType::kFloat64, DataType::kInt32,    DataType::kInt64,
-                                   DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
-                                   DataType::kInt16,   DataType::kBool};
-constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                                 ReduceOp::kProduct};
-
+// OnFabric with each member's transport begun for one collective of 60 s.
 template <typename F>
-void OnFabric(int n, F fn) {
-  LocalFabric fabric(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      LocalTransport t(&fabric, r);
-      t.Begin(1, DeadlineAfter(60));
-      fn(t);
-    });
-  }
-  for (auto& th : threads) th.join();
+void OnBegunFabric(int n, F fn) {
+  OnFabric(n, [&](LocalTransport& t) {
+    t.Begin(1, DeadlineAfter(60));
+    fn(t);
+  });
 }
 
 bool Signed(DataType dt) {
@@ -117,7 +105,7 @@ TEST(AllGatherV, EveryGroupSizeDtypeAndBlockShape) {
         const int64_t total = Sum(counts, n);
         std::vector<std::vector<char>> out(n, std::vector<char>(static_cast<size_t>(total) * es, 0x5a));
         std::vector<Status> st(n);
-        OnFabric(n, [&](Transport& t) {
+        OnBegunFabric(n, [&](Transport& t) {
           const int r = t.rank();
           auto mine = Fill(dt, ReduceOp::kSum, r, 0, counts[r]);
           if (!mine.empty()) std::memcpy(out[r].data() + Sum(counts, r) * es, mine.data(), mine.size());
@@ -156,7 +144,7 @@ TEST(AllToAll, EveryGroupSizeDtypeAndBlockShape) {
           for (int s = 0; s < n; ++s) recv[r][s] = PairCount(s, r, shape);
           out[r].assign(static_cast<size_t>(Sum(recv[r], n)) * es, 0x5a);
         }
-        OnFabric(n, [&](Transport& t) {
+        OnBegunFabric(n, [&](Transport& t) {
           const int r = t.rank();
           std::vector<int64_t> send(n);
           std::vector<char> in;
@@ -196,7 +184,7 @@ TEST(ReduceScatter, EveryGroupSizeDtypeOpAndBlockShape) {
           std::vector<std::vector<char>> out(n);
           std::vector<Status> st(n);
           for (int r = 0; r < n; ++r) out[r].assign(static_cast<size_t>(counts[r]) * es, 0x5a);
-          OnFabric(n, [&](Transport& t) {
+          OnBegunFabric(n, [&](Transport& t) {
             const int r = t.rank();
             const auto in = Fill(dt, op, r, 0, total);
             const auto copy = in;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "collectives/every_type.h"
 #include "ringmaster/ringmaster.h"
 
 namespace ringmaster::internal {
@@ -156,14 +157,6 @@ TEST(Kernels, DivideAndIdentity) {
   FillIdentity(DataType::kFloat16, ReduceOp::kMax, h.data(), 1);
   EXPECT_TRUE(std::isinf(HalfToFloat(h[0])) && HalfToFloat(h[0]) < 0);
 }
-
-constexpr DataType kNarrow[] = {DataType::kUInt8, DataType::kInt8, DataType::kUInt16, DataType::kInt16};
-constexpr DataType kEveryType[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                                   DataType::kFloat64, DataType::kInt32,    DataType::kInt64,
-                                   DataType::kUInt8,   DataType::kInt8,     DataType::kUInt16,
-                                   DataType::kInt16,   DataType::kBool};
-constexpr ReduceOp kEveryOp[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                                 ReduceOp::kProduct};
 
 template <typename T>
 std::vector<T> Apply(KernelIsa isa, DataType dt, ReduceOp op, std::vector<T> a, const std::vector<T>& b) {

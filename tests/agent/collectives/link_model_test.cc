@@ -86,20 +86,6 @@ TEST(Algorithms, AutoOnALinkFollowsTheBytesAndOnLoopbackTheLatency) {
   EXPECT_EQ(ChooseByModel(Loopback(), 16 * kib, 2), Algorithm::kRecursiveDoubling);
 }
 
-// Runs `fn(transport)` on n threads over one fabric.
-template <typename F>
-void OnFabric(int n, F fn) {
-  LocalFabric fabric(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      LocalTransport t(&fabric, r);
-      fn(t);
-    });
-  }
-  for (auto& th : threads) th.join();
-}
-
 TEST(LinkProbe, EveryMemberHoldsTheSameKnownModel) {
   for (int n = 1; n <= 5; ++n) {
     std::vector<LinkModel> models(n);
