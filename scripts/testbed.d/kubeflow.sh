@@ -94,9 +94,13 @@ peer_up() {
     sleep 0.5
   done
   [ -n "$crt" ] || { tail -n 20 "$pdir/logs/training-operator.log" >&2; peer_down; die "peer-kubeflow: the operator did not fill its webhook secret"; }
-  base64 -d <<<"$crt" >"$PEER_CERT_DIR/tls.crt"
-  kctl -n "$PEER_NS" get secret training-operator-webhook-cert -o jsonpath='{.data.tls\.key}' |
-    base64 -d >"$PEER_CERT_DIR/tls.key"
+  # The operator starts its webhook server once tls.crt exists, and reads
+  # tls.key then: the key goes in first and each file appears whole (a rename).
+  local key
+  key=$(kctl -n "$PEER_NS" get secret training-operator-webhook-cert -o jsonpath='{.data.tls\.key}')
+  [ -n "$key" ] || { peer_down; die "peer-kubeflow: the webhook secret has tls.crt but no tls.key"; }
+  base64 -d <<<"$key" >"$PEER_CERT_DIR/.tls.key.new" && mv -f "$PEER_CERT_DIR/.tls.key.new" "$PEER_CERT_DIR/tls.key"
+  base64 -d <<<"$crt" >"$PEER_CERT_DIR/.tls.crt.new" && mv -f "$PEER_CERT_DIR/.tls.crt.new" "$PEER_CERT_DIR/tls.crt"
   deadline=$(( $(now_ms) + 90000 ))
   until curl -fsS --max-time 2 "http://127.0.0.1:$p2/readyz" >/dev/null 2>&1; do
     if ! RUN_DIR="$pdir" is_ours training-operator || [ "$(now_ms)" -ge "$deadline" ]; then
