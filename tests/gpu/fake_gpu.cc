@@ -4,6 +4,7 @@
 // non-blocking codes and abort.
 #include "fake_gpu.h"
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,6 +24,13 @@
 
 #include "collectives/kernels.h"
 #include "gpu/batched_copy_params.h"
+#include "ringmaster/env_vars.h"
+
+// fake_cuda_library.cc, the library the agent loads: its calls come here.
+extern "C" void ringmaster_fake_gpu_connect(const ringmaster::internal::CudaApi* cuda,
+                                            const ringmaster::internal::CudaOptionalApi* optional,
+                                            const ringmaster::internal::DriverApi* driver,
+                                            const ringmaster::internal::NcclApi* nccl);
 
 // The opaque handles of the real headers, defined here for the fake.
 struct CUstream_st {
@@ -94,7 +102,15 @@ struct State {
   std::vector<std::unique_ptr<CUstream_st>> owned_streams;
   std::vector<int> context_ids;  // CUcontext handles: &context_ids[d]
   uint64_t next_id = 1;
-  GpuApi api;
+  // What the agent reads once per process, when it loads its table: NCCL's
+  // presence and version (the first Install's), and the batched copy kernel
+  // (loaded, or refused, once per device).
+  int installs = 0;
+  bool with_nccl = true;
+  int nccl_version = 22703;
+  bool nccl_version_read = false;
+  bool kernel_available = true;
+  bool kernel_loaded = false, kernel_refused = false;
 };
 
 State& S() {
@@ -439,6 +455,12 @@ cudaError_t DeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
 cudaError_t LibraryLoadData(cudaLibrary_t* lib, const void* code, cudaJitOption*, void**, unsigned int,
                             cudaLibraryOption*, void**, unsigned int) {
   if (!code) return cudaErrorInvalidValue;
+  Lock lock(S().mu);
+  if (!S().kernel_available) {  // what a runtime that cannot load the image answers
+    S().kernel_refused = true;
+    return cudaErrorUnsupportedPtxVersion;
+  }
+  S().kernel_loaded = true;
   *lib = reinterpret_cast<cudaLibrary_t>(&g_library);
   return cudaSuccess;
 }
@@ -483,9 +505,10 @@ cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, s
 
 // ---------------------------------------------------------------- NCCL
 
-int g_nccl_version = 22703;
 ncclResult_t GetVersion(int* v) {
-  *v = g_nccl_version;
+  Lock lock(S().mu);
+  S().nccl_version_read = true;
+  *v = S().nccl_version;
   return ncclSuccess;
 }
 const char* NcclErrorString(ncclResult_t r) {
@@ -722,18 +745,13 @@ void ResetLocked(int devices) {
   }
 }
 
-}  // namespace
-
-void Install(int devices, bool with_nccl, int nccl_version) {
-  Uninstall();
-  State& s = S();
-  {
-    Lock lock(s.mu);
-    ResetLocked(devices);
-    t_ctx = -1;
-    g_nccl_version = nccl_version;
-    GpuApi a;
-    auto& c = a.cuda;
+// The fake's functions, handed once to the library the agent loads, and
+// that library named where the agent looks (RINGMASTER_CUDART_LIBRARY and
+// RINGMASTER_NCCL_LIBRARY; its soname is libcuda.so.1). Done before main()
+// too, so that nothing loads the agent's table without the fake.
+void Connect() {
+  static const bool connected = [] {
+    static internal::CudaApi c;
     c.GetErrorString = GetErrorString;
     c.GetDeviceCount = GetDeviceCount;
     c.GetDevice = GetDevice;
@@ -754,7 +772,7 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     c.HostAlloc = HostAlloc;
     c.FreeHost = FreeHost;
     c.StreamIsCapturing = StreamIsCapturing;
-    auto& o = a.cuda_optional;
+    static internal::CudaOptionalApi o;
     o.RuntimeGetVersion = RuntimeGetVersion;
     o.DeviceGetAttribute = DeviceGetAttribute;
     o.LibraryLoadData = LibraryLoadData;
@@ -762,12 +780,10 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     o.LibraryGetKernel = LibraryGetKernel;
     o.FuncGetAttributes = FuncGetAttributes;
     o.LaunchKernel = LaunchKernel;
-    a.driver.CtxGetCurrent = CtxGetCurrent;
-    a.driver.CtxSetCurrent = CtxSetCurrent;
-    a.have_nccl = with_nccl;
-    a.nccl_version = with_nccl ? nccl_version : 0;
-    a.nccl_unavailable = with_nccl ? "" : "NCCL could not be loaded (the fake has none)";
-    auto& n = a.nccl;
+    static internal::DriverApi d;
+    d.CtxGetCurrent = CtxGetCurrent;
+    d.CtxSetCurrent = CtxSetCurrent;
+    static internal::NcclApi n;
     n.GetVersion = GetVersion;
     n.GetErrorString = NcclErrorString;
     n.GetLastError = NcclLastError;
@@ -780,15 +796,61 @@ void Install(int devices, bool with_nccl, int nccl_version) {
     n.GroupStart = GroupStart;
     n.GroupEnd = GroupEnd;
     n.AllReduce = AllReduce;
-    s.api = a;
+    ringmaster_fake_gpu_connect(&c, &o, &d, &n);
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void*>(&ringmaster_fake_gpu_connect), &info) || !info.dli_fname) {
+      std::fprintf(stderr, "fake_gpu: cannot find the fake's library (dladdr)\n");
+      std::abort();
+    }
+    ::setenv(kEnvCudartLibrary, info.dli_fname, 1);
+    ::setenv(kEnvNcclLibrary, info.dli_fname, 1);
+    return true;
+  }();
+  (void)connected;
+}
+[[maybe_unused]] const bool g_connected_before_main = (Connect(), true);
+
+// What the agent keeps for the process's life cannot change with a later
+// Install: such a case must run in a process of its own, as ctest runs each.
+[[noreturn]] void FixedPerProcess(const std::string& what) {
+  std::fprintf(stderr,
+               "fake_gpu: %s, but the agent read it once for this process; run this case in a process of "
+               "its own (ctest runs each case alone)\n",
+               what.c_str());
+  std::abort();
+}
+
+}  // namespace
+
+void Install(int devices, bool with_nccl, int nccl_version) {
+  Connect();
+  Uninstall();
+  State& s = S();
+  {
+    Lock lock(s.mu);
+    if (s.installs++ == 0) {
+      s.with_nccl = with_nccl;
+      s.nccl_version = nccl_version;
+      // Without NCCL the agent finds none where it is told to look.
+      if (!with_nccl) {
+        if (s.nccl_version_read) FixedPerProcess("Install asks for no NCCL");
+        const std::string none = std::string(std::getenv(kEnvNcclLibrary)) + ".no-nccl";
+        ::setenv(kEnvNcclLibrary, none.c_str(), 1);
+      }
+    } else if (with_nccl != s.with_nccl || (with_nccl && nccl_version != s.nccl_version)) {
+      FixedPerProcess(with_nccl ? "Install asks for NCCL " + std::to_string(nccl_version)
+                                : std::string("Install asks for no NCCL"));
+    }
+    if (s.kernel_refused) FixedPerProcess("an earlier case turned the batched copy kernel off");
+    ResetLocked(devices);
+    s.kernel_available = true;
+    t_ctx = -1;
     s.stop = false;
   }
   s.worker = std::thread(WorkerLoop);
-  internal::SetGpuApiForTesting(&s.api);  // a new table (TableId): the kernel is loaded anew from it
 }
 
 void Uninstall() {
-  internal::SetGpuApiForTesting(nullptr);
   State& s = S();
   {
     Lock lock(s.mu);
@@ -899,9 +961,8 @@ void SetHangingRank(int r) {
 
 void SetBatchedCopyKernel(bool available) {
   Lock lock(S().mu);
-  S().api.cuda_optional.LibraryLoadData = available ? LibraryLoadData : nullptr;
-  S().api.cuda_optional.LaunchKernel = available ? LaunchKernel : nullptr;
-  S().api.id = internal::TableId();  // a changed table is a new one: the kernel is loaded anew
+  if (!available && S().kernel_loaded) FixedPerProcess("SetBatchedCopyKernel(false) after the kernel loaded");
+  S().kernel_available = available;
 }
 
 void SetAsyncError(bool on) {
@@ -921,7 +982,13 @@ std::vector<std::string> Violations() {
 }
 
 const internal::GpuApi& Api() {
-  return S().api;
+  Connect();
+  auto api = internal::LoadGpuApi();
+  if (!api.ok()) {
+    std::fprintf(stderr, "fake_gpu: the agent did not load the fake: %s\n", api.status().message().c_str());
+    std::abort();
+  }
+  return **api;
 }
 
 }  // namespace ringmaster::fake

@@ -1,4 +1,4 @@
-// A fake CUDA runtime + NCCL behind the agent's GpuApi table, for tests on
+// A fake CUDA runtime, driver and NCCL for the agent's GpuApi table, for tests on
 // machines without a GPU, strict enough to fail the way the real ones fail:
 //   - device memory is mapped PROT_NONE where the host sees it: host code
 //     that reads or writes it crashes, as on a real GPU; queued work reaches
@@ -54,9 +54,16 @@ struct Stats {
   int unique_ids = 0;
 };
 
-// Resets the fake (devices 0..devices-1, NCCL of `nccl_version`, or none),
-// starts its worker and installs it with SetGpuApiForTesting; Uninstall()
-// stops the worker and puts the real libraries back.
+// The agent loads the fake as it loads the real libraries: the test
+// executable links the fake's library (fake_cuda_library.cc, soname
+// libcuda.so.1), which RINGMASTER_CUDART_LIBRARY and RINGMASTER_NCCL_LIBRARY
+// name from before main(); its calls come to this fake.
+//
+// Resets the fake (devices 0..devices-1, NCCL of `nccl_version`, or none)
+// and starts its worker; Uninstall() stops the worker. The agent loads its
+// table once per process, so NCCL's presence and version are the first
+// Install's, and a batched copy kernel turned off stays off: a later Install
+// that asks otherwise aborts, naming why (ctest runs each case alone).
 void Install(int devices = 2, bool with_nccl = true, int nccl_version = 22703);
 void Uninstall();
 Stats GetStats();
@@ -97,8 +104,8 @@ void SetAgentMemoryLimit(int device, size_t bytes);
 // error reported by every comm; aborted collectives that stay on their
 // stream until released (a kernel slow to see the abort).
 void SetHangingRank(int nccl_rank);
-// Whether the runtime can load the batched copy kernel (a CUDA 11 runtime,
-// or a build without NVRTC, cannot).
+// Whether the runtime can load the batched copy kernel (one that cannot
+// answers cudaLibraryLoadData with an error); before the agent's first call.
 void SetBatchedCopyKernel(bool available);
 void SetAsyncError(bool on);
 void HoldAbortedKernels(bool on);
@@ -107,7 +114,7 @@ void HoldAbortedKernels(bool on);
 // wrote 64 bytes at 0x... that is not live device memory").
 std::vector<std::string> Violations();
 
-// The table itself, for unit tests of the pure parts.
+// The agent's table, loaded from the fake, for unit tests of the pure parts.
 const internal::GpuApi& Api();
 
 }  // namespace ringmaster::fake

@@ -1,6 +1,6 @@
 // rm-bench-gpu without a GPU: its pure parts (bench/gpu/bench_check.h) and
 // its three measurements (bench/gpu/gpu_cases.h) through the agent's public
-// API on the fake CUDA/NCCL table, with a BenchDevice over the same fake.
+// API on the fake CUDA/NCCL, with a BenchDevice over the same fake.
 // The figures mean nothing here; what is checked is that every figure is
 // made, checked byte for byte, and that a wrong byte or a missing bound
 // fails its case by name.
@@ -117,7 +117,7 @@ TEST(BenchCheck, CsvHasThePlottedColumnsAndQuotes) {
 
 // ------------------------------------------------------- the cases on the fake
 
-// BenchDevice over the fake table: "device memory" is the fake's, copies go
+// BenchDevice over the fake: "device memory" is the fake's, copies go
 // through its streams. The all-reduce bound is a device copy (one rank's
 // mean is its input). Drills: corrupt one download, or have no bound.
 class FakeBenchDevice : public BenchDevice {

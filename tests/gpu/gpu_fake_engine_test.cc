@@ -1,4 +1,4 @@
-// Communicators on GPU memory with the fake CUDA/NCCL table (no GPU
+// Communicators on GPU memory with the fake CUDA/NCCL (no GPU
 // needed): AUTO/NCCL/RING dispatch, NCCL formation through the control plane
 // (ranks = members x local GPUs), packing into the fusion buffer, out of
 // place, host staging, refusals (overlaps, captures, streams of another GPU),
@@ -261,6 +261,12 @@ TEST_F(FakeGpu, TwoMembersTimesTwoGpusStagedThroughTheHost) {
 
 TEST(FakeGpuNoNccl, AutoAndNcclStageWhenNcclIsMissing) {
   fake::Install(1, /*with_nccl=*/false);
+  // The fake names a library that does not exist: the agent tries that one
+  // alone (no libnccl.so.2 found elsewhere) and says who named it.
+  EXPECT_FALSE(fake::Api().have_nccl);
+  EXPECT_NE(fake::Api().nccl_unavailable.find(".no-nccl"), std::string::npos) << fake::Api().nccl_unavailable;
+  EXPECT_NE(fake::Api().nccl_unavailable.find("named by RINGMASTER_NCCL_LIBRARY"), std::string::npos)
+      << fake::Api().nccl_unavailable;
   RunGroup(2, 1, Implementation::kAuto, ReduceOp::kSum, DataType::kBFloat16);
   RunGroup(2, 1, Implementation::kNccl, ReduceOp::kMin, DataType::kFloat16);
   EXPECT_EQ(fake::GetStats().allreduces, 0);

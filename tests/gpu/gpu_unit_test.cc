@@ -1,6 +1,6 @@
 // The GPU backend's pure parts, with no GPU: NCCL type and op mapping, the
 // device pack layout, the per-device split of a call, the GPU-count check,
-// and the wait/abort state machine against the fake CUDA/NCCL table.
+// and the wait/abort state machine against the fake CUDA/NCCL.
 #include <gtest/gtest.h>
 
 #include <atomic>

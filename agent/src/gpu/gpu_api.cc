@@ -11,14 +11,13 @@
 namespace ringmaster::internal {
 namespace {
 
-std::atomic<const GpuApi*> g_test_api{nullptr};
 std::atomic<bool> g_loaded{false};
 
+// The library the variable names, alone (an explicit choice is not second-
+// guessed), or else the defaults in order.
 std::vector<std::string> Candidates(const char* env, std::initializer_list<const char*> defaults) {
-  std::vector<std::string> out;
-  if (const char* v = std::getenv(env); v && *v) out.emplace_back(v);
-  for (const char* d : defaults) out.emplace_back(d);
-  return out;
+  if (const char* v = std::getenv(env); v && *v) return {v};
+  return {defaults.begin(), defaults.end()};
 }
 
 // dlopen the first candidate that loads; *errors collects why the others did not.
@@ -77,9 +76,11 @@ Loaded* LoadOnce() {
     void* cudart = OpenFirst(Candidates(kEnvCudartLibrary, {"libcudart.so.12", "libcudart.so"}),
                              &a.cudart_path, &errors);
     if (!cudart) {
-      l->status =
-          UnavailableError("GPU memory needs the CUDA runtime, which could not be loaded (" + errors +
-                           "); install it (libcudart.so.12) or set " + kEnvCudartLibrary + " to its path");
+      l->status = UnavailableError(
+          "GPU memory needs the CUDA runtime, which could not be loaded (" + errors + "); " +
+          (std::getenv(kEnvCudartLibrary) && *std::getenv(kEnvCudartLibrary)
+               ? std::string(kEnvCudartLibrary) + " names it: correct or unset it"
+               : "install it (libcudart.so.12) or set " + std::string(kEnvCudartLibrary) + " to its path"));
       return l;
     }
     std::string missing;
@@ -123,7 +124,9 @@ Loaded* LoadOnce() {
     void* nccl =
         OpenFirst(Candidates(kEnvNcclLibrary, {"libnccl.so.2", "libnccl.so"}), &a.nccl_path, &nerrors);
     if (!nccl) {
-      a.nccl_unavailable = "NCCL could not be loaded (" + nerrors + "; set " + kEnvNcclLibrary + ")";
+      const char* named = std::getenv(kEnvNcclLibrary);
+      a.nccl_unavailable = "NCCL could not be loaded (" + nerrors + "; " +
+                           (named && *named ? "named by " : "set ") + kEnvNcclLibrary + ")";
       return l;
     }
     missing.clear();
@@ -161,7 +164,6 @@ uint64_t TableId::Next() {
 }
 
 StatusOr<const GpuApi*> LoadGpuApi() {
-  if (const GpuApi* t = g_test_api.load(std::memory_order_acquire)) return t;
   Loaded* l = LoadOnce();
   g_loaded.store(true, std::memory_order_release);
   if (!l->status.ok()) return l->status;
@@ -169,7 +171,7 @@ StatusOr<const GpuApi*> LoadGpuApi() {
 }
 
 bool CudaMayBeInUse() {
-  if (g_test_api.load(std::memory_order_acquire) || g_loaded.load(std::memory_order_acquire)) return true;
+  if (g_loaded.load(std::memory_order_acquire)) return true;
   // Device memory needs the driver; if no one loaded it, no pointer is a
   // device pointer. RTLD_NOLOAD loads nothing.
   static std::atomic<bool> seen{false};
@@ -189,10 +191,6 @@ bool CudaMayBeInUse() {
   ::dlclose(h);  // drops only the reference NOLOAD took
   seen.store(true, std::memory_order_relaxed);
   return true;
-}
-
-void SetGpuApiForTesting(const GpuApi* api) {
-  g_test_api.store(api, std::memory_order_release);
 }
 
 std::string CudaErrorText(const GpuApi& api, cudaError_t e) {

@@ -2,7 +2,6 @@
 // table filled by dlopen at the first use of GPU memory. The agent is
 // compiled against the real headers (so every build checks the backend) but
 // links neither library: CPU-only training containers need no CUDA at all.
-// Tests substitute a fake table (SetGpuApiForTesting).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -122,8 +121,9 @@ struct GpuApi {
 };
 
 // The libraries are named by kEnvCudartLibrary and kEnvNcclLibrary
-// (env_vars.h: full paths or sonames); the defaults are libcudart.so.12 then
-// libcudart.so, libnccl.so.2 then libnccl.so.
+// (env_vars.h: full paths or sonames), and only they are tried when set;
+// unset, the defaults are libcudart.so.12 then libcudart.so, libnccl.so.2
+// then libnccl.so.
 
 // Loads the table once (thread-safe) and returns it; Unavailable naming the
 // library and dlerror() when the CUDA runtime cannot be loaded. A missing
@@ -132,8 +132,6 @@ StatusOr<const GpuApi*> LoadGpuApi();
 // Whether device memory can exist in this process at all: the CUDA driver
 // (libcuda.so.1) is already loaded, or the table is. Cheap; loads nothing.
 bool CudaMayBeInUse();
-// Tests: use `api` instead of the real libraries (nullptr: back to them).
-void SetGpuApiForTesting(const GpuApi* api);
 
 // "cudaMemcpyAsync: invalid argument (cudaErrorInvalidValue)"
 std::string CudaErrorText(const GpuApi& api, cudaError_t e);
