@@ -201,6 +201,17 @@ http::method Method(std::string_view m) {
   return utility::conversions::to_string_t(std::string(m));
 }
 
+// A request for `path` that asks for JSON, with the bearer token if any.
+http::http_request JsonRequest(const http::method& method, const std::string& path,
+                               const std::string& token) {
+  http::http_request req(method);
+  req.set_request_uri(utility::conversions::to_string_t(path));
+  req.headers().add(U("Accept"), U("application/json"));
+  if (!token.empty())
+    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + token));
+  return req;
+}
+
 }  // namespace
 
 void KubeClient::Observe(std::string_view method, int code,
@@ -270,13 +281,9 @@ StatusOr<HttpResponse> KubeClient::Request(std::string_view method, const std::s
 StatusOr<HttpResponse> KubeClient::RequestOnce(std::string_view method, const std::string& path,
                                                const json* body, std::string_view content_type) {
   Throttle();
-  http::http_request req(Method(method));
-  req.set_request_uri(utility::conversions::to_string_t(path));
-  req.headers().add(U("Accept"), U("application/json"));
   const auto token = Token();
   if (!token.ok()) return token.status();
-  if (!token->empty())
-    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + *token));
+  http::http_request req = JsonRequest(Method(method), path, *token);
   if (body) req.set_body(body->dump(), std::string(content_type));
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -308,13 +315,9 @@ Status KubeClient::Watch(const std::string& path, const std::function<bool(std::
   } catch (const std::exception& e) {
     return UnavailableError(std::string("watch client: ") + e.what());
   }
-  http::http_request req(http::methods::GET);
-  req.set_request_uri(utility::conversions::to_string_t(path));
-  req.headers().add(U("Accept"), U("application/json"));
   const auto token = Token();
   if (!token.ok()) return token.status();
-  if (!token->empty())
-    req.headers().add(U("Authorization"), utility::conversions::to_string_t("Bearer " + *token));
+  http::http_request req = JsonRequest(http::methods::GET, path, *token);
   pplx::cancellation_token ct =
       canceller ? canceller->impl()->source.get_token() : pplx::cancellation_token::none();
   try {
