@@ -9,7 +9,10 @@
 #include <grpcpp/support/server_interceptor.h>
 
 #include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,16 @@ class ControlCalls {
   int held_joins() const { return held_joins_.load(); }
   // Deliver calls answered OK: tables the member took from its parent.
   int tables_delivered() const { return delivered_.load(); }
+  // Those of them whose table was of round `incarnation`. Another test's
+  // process beside this one (ctest -j) may have been handed a port this
+  // test released unserved (a member that claims one where nothing
+  // listens), and its tables then reach a member here: they count above,
+  // not here.
+  int tables_delivered(uint64_t incarnation) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = delivered_of_.find(incarnation);
+    return it == delivered_of_.end() ? 0 : it->second;
+  }
   // FetchTable calls answered OK with a formed round's table (the leader's).
   int tables_fetched() const { return fetched_.load(); }
   // From now on every FetchTable is answered Unavailable ("the leader does
@@ -49,11 +62,19 @@ class ControlCalls {
       using Hook = grpc::experimental::InterceptionHookPoints;
       if (method_ == Method::kFetchTable && m->QueryInterceptionHookPoint(Hook::PRE_SEND_MESSAGE))
         formed_ = Formed(m);
+      if (method_ == Method::kDeliver && m->QueryInterceptionHookPoint(Hook::POST_RECV_MESSAGE)) {
+        if (const void* msg = m->GetRecvMessage())
+          incarnation_ = static_cast<const agent::v1::TableDelivery*>(msg)->table().incarnation();
+      }
       if (m->QueryInterceptionHookPoint(Hook::PRE_SEND_STATUS)) {
         if (method_ == Method::kFetchTable && calls_->fetches_stopped_)
           m->ModifySendStatus(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the leader does not answer"));
         const bool ok = m->GetSendStatus().ok();
-        if (ok && method_ == Method::kDeliver) ++calls_->delivered_;
+        if (ok && method_ == Method::kDeliver) {
+          ++calls_->delivered_;
+          std::lock_guard<std::mutex> lock(calls_->mu_);
+          ++calls_->delivered_of_[incarnation_];
+        }
         if (ok && method_ == Method::kFetchTable && formed_) ++calls_->fetched_;
         Answered();
       }
@@ -83,6 +104,7 @@ class ControlCalls {
     const Method method_;
     bool formed_ = false;
     bool answered_ = false;
+    uint64_t incarnation_ = 0;  // a Deliver's table's
   };
 
   class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
@@ -104,6 +126,8 @@ class ControlCalls {
   };
 
   std::atomic<int> held_joins_{0}, delivered_{0}, fetched_{0};
+  mutable std::mutex mu_;
+  std::map<uint64_t, int> delivered_of_;  // by the delivered table's incarnation
   std::atomic<bool> fetches_stopped_{false};
 };
 

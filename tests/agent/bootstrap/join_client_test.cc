@@ -32,6 +32,7 @@
 #include "bootstrap/proto_forms.h"
 #include "control_calls.h"
 #include "free_ports.h"
+#include "sanitizer_pace.h"
 
 namespace ringmaster {
 namespace {
@@ -304,7 +305,7 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
     EXPECT_EQ(tables[r]->incarnation, tables[0]->incarnation);
     EXPECT_EQ(tables[r]->members[r].process_id, 100u + r);
     EXPECT_EQ(tables[r]->members[r].control_port, r == 0 ? 0 : ports[r]);
-    EXPECT_EQ(calls[r].tables_delivered(), r == 0 ? 0 : 1) << r;
+    EXPECT_EQ(calls[r].tables_delivered(tables[0]->incarnation), r == 0 ? 0 : 1) << r;
   }
   EXPECT_EQ(calls[0].held_joins(), 0);
   EXPECT_EQ(refusals.count(), 0u);
@@ -421,7 +422,14 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   out.tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   out.seconds[0] = since();
   for (auto& t : threads) t.join();
-  for (int r = 0; r < kN; ++r) out.delivered[r] = calls[r].tables_delivered();
+  // This round's tables: another test's may reach a member here through a
+  // port released unserved (ControlCalls::tables_delivered).
+  const uint64_t incarnation = out.tables[0].ok() ? out.tables[0]->incarnation : 0;
+  for (int r = 0; r < kN; ++r) {
+    out.delivered[r] = calls[r].tables_delivered(incarnation);
+    if (const int others = calls[r].tables_delivered() - out.delivered[r]; others > 0)
+      std::cerr << "rank " << r << " was delivered " << others << " table(s) of other rounds\n";
+  }
   out.fetched = calls[0].tables_fetched();
   out.refused = refusals.count();
   for (auto& s : services) s->Shutdown();
@@ -481,7 +489,7 @@ TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableAsksTheLeaderForIt) {
 // and serve their own subtrees. It alone fails, at the deadline, naming its
 // parent.
 TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
-  const double timeout_s = 15;
+  const double timeout_s = 15 * testing::kSanitizerPace;
   const StrandedRound round = FormWithRankOneUnreachable(timeout_s, 0.5, false, true);
   const int n = static_cast<int>(round.tables.size());
   for (int r = 0; r < n; ++r) {
@@ -517,7 +525,7 @@ TEST(GrpcJoin, AMemberThatSendsNothingOnStrandsNobody) {
 // came, and why the leader did not give it (the leader's words for the
 // members it waits for stay the same).
 TEST(GrpcJoin, AMemberWhoseParentNeverSendsTheTableNamesItsParent) {
-  const double timeout_s = 10;
+  const double timeout_s = 10 * testing::kSanitizerPace;
   const StrandedRound round = FormWithRankOneUnreachable(timeout_s, 0.5, true, false);
   const int n = static_cast<int>(round.tables.size());
   ASSERT_TRUE(round.tables[0].ok()) << round.tables[0].status().ToString();
