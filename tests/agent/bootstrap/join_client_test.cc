@@ -255,13 +255,24 @@ TEST(ResolveWithSystem, AddressesAsText) {
   EXPECT_FALSE(local->empty());
 }
 
+// How many members ask the leader is timing: each waits 3 s per hop of the
+// tree for its table. Under ThreadSanitizer a 64-member gRPC formation is so
+// slow that most of them ask (52 of 64 seen), which is right, only slower;
+// so the upper bounds on asking hold in the other builds only.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kTimelyTree = false;
+#else
+constexpr bool kTimelyTree = true;
+#endif
+
 // 64 members form through a leader whose control server may use two threads:
 // every follower's Join is held at once (63 of them, before the leader even
 // joins) and none holds a server thread while it waits. A service with a
 // thread per waiting Join could hold two at most, and the round would time
 // out. The table goes down the formation tree: the leader sends it to its
-// 6 children, each member takes it once from its parent, proved by the
-// leader's key, and the Join answers carry the incarnation only.
+// 6 children, each member takes it once from its parent (or, late under
+// ThreadSanitizer, asks the leader), proved by the leader's key, and the
+// Join answers carry the incarnation only.
 TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   constexpr int kN = 64;
   const double timeout_s = 60;
@@ -299,14 +310,24 @@ TEST(GrpcJoin, SixtyFourMembersFormThroughALeaderWithTwoServerThreads) {
   internal::LeaderBootstrap leader(&leader_service, timeout_s);
   tables[0] = leader.Exchange(MemberEntry{0, names[0], "127.0.0.1", 5000, 100}, DeadlineAfter(timeout_s));
   for (auto& t : followers) t.join();
+  int undelivered = 0;
   for (int r = 0; r < kN; ++r) {
     ASSERT_TRUE(tables[r].ok()) << r << ": " << tables[r].status().ToString();
     ASSERT_EQ(tables[r]->members.size(), static_cast<size_t>(kN));
     EXPECT_EQ(tables[r]->incarnation, tables[0]->incarnation);
     EXPECT_EQ(tables[r]->members[r].process_id, 100u + r);
     EXPECT_EQ(tables[r]->members[r].control_port, r == 0 ? 0 : ports[r]);
-    EXPECT_EQ(calls[r].tables_delivered(tables[0]->incarnation), r == 0 ? 0 : 1) << r;
+    const int delivered = calls[r].tables_delivered(tables[0]->incarnation);
+    if (kTimelyTree || r == 0) {
+      EXPECT_EQ(delivered, r == 0 ? 0 : 1) << r;
+    } else {
+      EXPECT_LE(delivered, 1) << r;
+      if (delivered == 0) ++undelivered;
+    }
   }
+  // Under ThreadSanitizer a member whose parent's Deliver came late asked
+  // the leader: each one not delivered to is one of the leader's fetches.
+  EXPECT_LE(undelivered, calls[0].tables_fetched());
   EXPECT_EQ(calls[0].held_joins(), 0);
   EXPECT_EQ(refusals.count(), 0u);
   for (int r = 0; r < kN; ++r) {
@@ -370,7 +391,10 @@ TEST(GrpcJoin, ATableSentDownTheTreeIsTakenOnlyWithTheLeadersProof) {
 // waits on it. Every member asks the leader for a table that has not come
 // after `fetch_after_s` per hop, rank 1 too unless `rank1_fetches` is false
 // (then it is as good as dead after its Join: it sends nothing on); the
-// leader answers those asks unless `leader_answers` is false.
+// leader answers those asks unless `leader_answers` is false. Under a
+// sanitizer the asks come kSanitizerPace times less often: under TSan, 32
+// members asking a two-thread leader every half second were seen with the
+// leader's challenge over 5 s and a Deliver (bounded at 5 s) lost.
 struct StrandedRound {
   std::vector<StatusOr<internal::Table>> tables;
   std::vector<double> seconds;  // from the start until each member's Exchange returned
@@ -410,9 +434,9 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   std::vector<std::thread> threads;
   for (int r = 1; r < kN; ++r) {
     threads.emplace_back([&, r] {
-      internal::GrpcJoinBootstrap follower(names, "127.0.0.1", ports[0], &key, timeout_s,
-                                           internal::ResolveWithSystem, services[r].get(), ports[r],
-                                           r == 1 && !rank1_fetches ? 0 : fetch_after_s);
+      internal::GrpcJoinBootstrap follower(
+          names, "127.0.0.1", ports[0], &key, timeout_s, internal::ResolveWithSystem, services[r].get(),
+          ports[r], r == 1 && !rank1_fetches ? 0 : fetch_after_s * testing::kSanitizerPace);
       out.tables[r] = follower.Exchange(MemberEntry{r, names[r], "127.0.0.1", 5000 + r, 100u + r},
                                         DeadlineAfter(timeout_s));
       out.seconds[r] = since();
@@ -436,16 +460,6 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   for (auto& s : servers) s->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return out;
 }
-
-// How many members ask the leader is timing: each waits 3 s per hop of the
-// tree for its table. Under ThreadSanitizer a 64-member gRPC formation is so
-// slow that most of them ask (52 of 64 seen), which is right, only slower;
-// so the upper bounds on asking hold in the other builds only.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTimelyTree = false;
-#else
-constexpr bool kTimelyTree = true;
-#endif
 
 // A member whose parent never sends the table asks the leader for it after
 // a few seconds per hop, and sends it on to its own children: rank 1, never
