@@ -8,7 +8,7 @@
 namespace ringmaster::testing {
 
 #if defined(__SANITIZE_THREAD__)
-inline constexpr double kSanitizerPace = 3;  // 64 members over gRPC: 12 s idle where build/ takes 4
+inline constexpr double kSanitizerPace = 3;  // 64 members over gRPC: 7.5 s idle, 0.3 s in build/
 #elif defined(__SANITIZE_ADDRESS__)
 inline constexpr double kSanitizerPace = 1.5;
 #else
