@@ -1,5 +1,7 @@
+// The event recorder (events.h): a bounded queue and one thread that posts.
 #include "events.h"
 
+#include "event_delivery.h"
 #include "log.h"
 #include "observe.h"
 #include "time_util.h"
@@ -61,26 +63,40 @@ void EventRecorder::Record(const json& involved, const std::string& api_version,
     LogWarning("event dropped: queue full", {{"reason", reason}});
     return;
   }
-  queue_.push_back(std::move(ev));
+  queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0});
   cv_.notify_one();
 }
 
 void EventRecorder::Run() {
+  using Clock = std::chrono::steady_clock;
   while (true) {
     json ev;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty() || (stop_ && std::chrono::steady_clock::now() >= stop_by_)) return;
-      ev = std::move(queue_.front());
-      queue_.pop_front();
+      if (queue_.empty() || (stop_ && Clock::now() >= stop_by_)) return;
+      ev = queue_.front().event;  // stays at the front (order kept) until delivered or dropped
     }
     const std::string ns = ev["metadata"]["namespace"];
     auto resp = client_.Request("POST", "/api/v1/namespaces/" + ns + "/events", &ev);
-    if (!resp.ok() || !resp->ok()) {
+    const int code = resp.ok() ? resp->code : 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    Queued& front = queue_.front();
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - front.recorded);
+    const EventPostDecision d = DecideEventPost(code, ++front.attempts, age);
+    if (d.next == EventPostNext::kRetry) {
+      // Woken early only to stop; Stop()'s grace still bounds the wait.
+      cv_.wait_for(lock, d.delay, [&] { return stop_; });
+      if (stop_) cv_.wait_until(lock, std::min(stop_by_, Clock::now() + d.delay));
+      continue;
+    }
+    if (d.next == EventPostNext::kDrop) {
+      ++dropped_;
       LogWarning("event not recorded", {{"reason", ev["reason"]},
+                                        {"attempts", front.attempts},
                                         {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
     }
+    queue_.pop_front();
   }
 }
 

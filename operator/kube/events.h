@@ -2,6 +2,9 @@
 // bounded queue; when it is full the event is dropped and logged), and one
 // thread posts them through a client of its own, so events never use the
 // rate budget that pod creation needs (as controller-runtime's recorder).
+// A POST that gets no answer, 429 or 5xx (the API server restarting, etcd
+// away) is tried again, in order, for up to two minutes
+// (core/event_delivery.h); a retry of one that landed is a 409, delivered.
 #pragma once
 
 #include <atomic>
@@ -28,12 +31,17 @@ class EventRecorder {
   uint64_t dropped() const { return dropped_; }
 
  private:
+  struct Queued {
+    nlohmann::json event;
+    std::chrono::steady_clock::time_point recorded;
+    int attempts = 0;
+  };
   void Run();
   KubeClient& client_;
   size_t capacity_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<nlohmann::json> queue_;
+  std::deque<Queued> queue_;
   bool stop_ = false;
   std::chrono::steady_clock::time_point stop_by_{};
   std::atomic<uint64_t> dropped_{0}, seq_{0};
