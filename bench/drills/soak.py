@@ -116,30 +116,19 @@ class Job:
         return "djob" if self.kind == "DistributedJob" else "tfjob"
 
     def manifest(self) -> str:
-        container = f"[{{name: {'trainer' if self.kind == 'DistributedJob' else 'tensorflow'}, image: {IMAGE}, " \
-                    "command: [ringmaster-worker]}]"
-        if self.kind == "DistributedJob":
-            return f"""apiVersion: ringmaster.io/v1alpha1
-kind: DistributedJob
+        tf = self.kind == "TFJob"
+        api, specs, container = ("kubeflow.org/v1", "tfReplicaSpecs", "tensorflow") if tf else \
+            ("ringmaster.io/v1alpha1", "replicaSpecs", "trainer")
+        return f"""apiVersion: {api}
+kind: {self.kind}
 metadata: {{name: {self.name}}}
 spec:
   runPolicy: {{backoffLimit: 100, cleanPodPolicy: None}}
-  replicaSpecs:
+  {specs}:
     Worker:
       replicas: {self.workers}
       restartPolicy: ExitCode
-      template: {{spec: {{containers: {container}}}}}
-"""
-        return f"""apiVersion: kubeflow.org/v1
-kind: TFJob
-metadata: {{name: {self.name}}}
-spec:
-  runPolicy: {{backoffLimit: 100, cleanPodPolicy: None}}
-  tfReplicaSpecs:
-    Worker:
-      replicas: {self.workers}
-      restartPolicy: ExitCode
-      template: {{spec: {{containers: {container}}}}}
+      template: {{spec: {{containers: [{{name: {container}, image: {IMAGE}, command: [ringmaster-worker]}}]}}}}
 """
 
     def label(self) -> str:
@@ -393,6 +382,12 @@ def main() -> int:
     ap.add_argument("--logs", default=None,
                     help="where to keep the operators' logs (default: a new directory, only when a check fails)")
     a = ap.parse_args()
+    for flag, value, least in (("--jobs", a.jobs, 1), ("--faults", a.faults, 0), ("--failures", a.failures, 0),
+                               ("--workers", a.workers, 1), ("--lease", a.lease, 4)):
+        if value < least:
+            ap.error(f"{flag} must be at least {least}, not {value}")
+    if not 0 <= a.gap[0] <= a.gap[1]:
+        ap.error(f"--gap MIN MAX must have 0 <= MIN <= MAX, not {a.gap[0]} {a.gap[1]}")
     for var in ("KUBECONFIG", "RINGMASTER_TESTBED"):
         if var not in os.environ:
             print(f"soak: {var} is not set: run under `scripts/testbed exec`", file=sys.stderr)

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_client.h"
+
 namespace ringmaster::op {
 namespace {
 
@@ -67,57 +69,50 @@ class FakeEvents : public CivetHandler {
   std::vector<json> posts_;
 };
 
-std::unique_ptr<KubeClient> ClientOf(const FakeEvents& fake) {
-  ClusterConfig cfg;
-  cfg.server = "http://127.0.0.1:" + std::to_string(fake.port());
-  ClientOptions opts;
-  opts.request_timeout = std::chrono::seconds(10);
-  auto client = KubeClient::Create(cfg, opts);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return client.ok() ? std::move(*client) : nullptr;
-}
-
 const json kJob = {{"metadata", {{"name", "j"}, {"namespace", "ns"}, {"uid", "u-1"}}}};
 
-TEST(EventRecorder, AnEventRefusedWhileTheServerRestartsIsPostedAgainUntilTaken) {
-  FakeEvents fake({503, 503});
+struct Delivery {
+  std::vector<json> posts;  // what the fake received, in order
+  uint64_t dropped = 0;     // the recorder's count
+};
+
+// Records two events, JobRestarting then JobSucceeded, through a recorder
+// posting to a fake that answers `codes`; waits for `posts` POSTs, and then
+// 400 ms more so that a POST too many is seen.
+Delivery RecordTwo(std::vector<int> codes, size_t posts) {
+  FakeEvents fake(std::move(codes));
   fake.Start();
-  auto client = ClientOf(fake);
-  ASSERT_NE(client, nullptr);
+  auto client = LoopbackClient(fake.port());
+  if (client == nullptr) return {};
   EventRecorder recorder(*client);
   recorder.Start();
   recorder.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobRestarting", "first");
   recorder.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded", "second");
-  const std::vector<json> posts = fake.AwaitPosts(4);
+  fake.AwaitPosts(posts);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
   recorder.Stop();
-  ASSERT_EQ(posts.size(), 4u);
+  return {fake.Posts(), recorder.dropped()};
+}
+
+TEST(EventRecorder, AnEventRefusedWhileTheServerRestartsIsPostedAgainUntilTaken) {
+  const Delivery d = RecordTwo({503, 503}, 4);
+  ASSERT_EQ(d.posts.size(), 4u);
   // The same Event (one name) three times, then the next one: order kept.
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(posts[i]["reason"], "JobRestarting") << i;
-    EXPECT_EQ(posts[i]["metadata"]["name"], posts[0]["metadata"]["name"]) << i;
+    EXPECT_EQ(d.posts[i]["reason"], "JobRestarting") << i;
+    EXPECT_EQ(d.posts[i]["metadata"]["name"], d.posts[0]["metadata"]["name"]) << i;
   }
-  EXPECT_EQ(posts[3]["reason"], "JobSucceeded");
-  EXPECT_NE(posts[3]["metadata"]["name"], posts[0]["metadata"]["name"]);
-  EXPECT_EQ(recorder.dropped(), 0u);
+  EXPECT_EQ(d.posts[3]["reason"], "JobSucceeded");
+  EXPECT_NE(d.posts[3]["metadata"]["name"], d.posts[0]["metadata"]["name"]);
+  EXPECT_EQ(d.dropped, 0u);
 }
 
 TEST(EventRecorder, AnEventTheServerRefusesIsDroppedAloneAndOnce) {
-  FakeEvents fake({403});
-  fake.Start();
-  auto client = ClientOf(fake);
-  ASSERT_NE(client, nullptr);
-  EventRecorder recorder(*client);
-  recorder.Start();
-  recorder.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", true, "Refused", "first");
-  recorder.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "Taken", "second");
-  const std::vector<json> posts = fake.AwaitPosts(2);
-  recorder.Stop();
-  ASSERT_EQ(posts.size(), 2u);
-  EXPECT_EQ(posts[0]["reason"], "Refused");
-  EXPECT_EQ(posts[1]["reason"], "Taken");
-  EXPECT_EQ(recorder.dropped(), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  EXPECT_EQ(fake.Posts().size(), 2u) << "a refused event was posted again";
+  const Delivery d = RecordTwo({403}, 2);
+  ASSERT_EQ(d.posts.size(), 2u) << "a refused event was posted again, or the next one not at all";
+  EXPECT_EQ(d.posts[0]["reason"], "JobRestarting");
+  EXPECT_EQ(d.posts[1]["reason"], "JobSucceeded");
+  EXPECT_EQ(d.dropped, 1u);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "loopback_client.h"
+
 namespace ringmaster::op {
 namespace {
 
@@ -102,13 +104,7 @@ class FakeApiServer : public CivetHandler {
 };
 
 std::unique_ptr<KubeClient> ClientOf(const FakeApiServer& fake) {
-  ClusterConfig cfg;
-  cfg.server = "http://127.0.0.1:" + std::to_string(fake.port());
-  ClientOptions opts;
-  opts.request_timeout = std::chrono::seconds(10);
-  auto client = KubeClient::Create(cfg, opts);
-  EXPECT_TRUE(client.ok()) << client.status().ToString();
-  return client.ok() ? std::move(*client) : nullptr;
+  return LoopbackClient(fake.port());
 }
 
 json PodList(const std::string& rv, json items) {
