@@ -14,6 +14,10 @@ election (with --tfjob), while faults are injected at random times:
   operator    the operator that holds the Lease SIGKILLed and a new replica
               started, so that the lease moves to the standby
 
+and, all along, the operators reach the API server through a proxy of the
+drill's own (api_proxy.py) that answers --conflicts of their job updates
+with 409 Conflict and holds --slow of their requests for 0.5-3 s.
+
 A replica that exits because it lost its lease (the API server was away
 longer than its renew deadline: it stops, as controller-runtime's managers
 do) is started again, as its Deployment's kubelet would; any other exit of
@@ -44,7 +48,7 @@ and, once the jobs are deleted, that no pod or Service is left.
 
   scripts/testbed up
   scripts/testbed exec python3 bench/drills/soak.py build/bin/ringmaster-operator \\
-      [--jobs 6] [--faults 20] [--seed S] [--workers 2] [--logs DIR]
+      [--jobs 6] [--faults 20] [--seed S] [--workers 2] [--conflicts P] [--slow P] [--logs DIR]
 
 Exit status 0 when every check held; 1 otherwise (the operators' logs are
 then kept under --logs).
@@ -65,6 +69,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_proxy import ApiProxy  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FAULTS = ("apiserver", "etcd", "compact", "operator")
@@ -154,8 +161,8 @@ def job_view(ns: str, job: Job) -> tuple[str, int, str]:
 class Operators:
     """Two replicas under leader election; the leader can be SIGKILLed and replaced."""
 
-    def __init__(self, binary: str, ns: str, logs: Path, lease_s: int) -> None:
-        self.binary, self.ns, self.logs, self.lease_s = binary, ns, logs, lease_s
+    def __init__(self, binary: str, kubeconfig: str, ns: str, logs: Path, lease_s: int) -> None:
+        self.binary, self.kubeconfig, self.ns, self.logs, self.lease_s = binary, kubeconfig, ns, logs, lease_s
         self.procs: dict[str, subprocess.Popen] = {}
         self.peak_kib: dict[str, int] = {}
         self.started = 0
@@ -168,7 +175,7 @@ class Operators:
             name = name or f"op-{self.started}"
             out = open(self.logs / f"{name}.log", "ab")
             self.procs[name] = subprocess.Popen(
-                [self.binary, "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", self.ns,
+                [self.binary, "--kubeconfig", self.kubeconfig, "--namespace", self.ns,
                  "--leader-election-namespace", self.ns, "--identity", name, "--leader-election-id", LEASE,
                  "--lease-duration", str(self.lease_s), "--renew-deadline", str(self.lease_s * 3 // 4),
                  "--retry-period", "2", "--tfjob",
@@ -359,6 +366,24 @@ def check(ns: str, jobs: list[Job], ops: Operators, max_rss_mib: int) -> list[st
     return problems
 
 
+def api_endpoint(kubeconfig: str) -> tuple[str, int]:
+    """The API server's host and port, from the testbed's kubeconfig."""
+    for line in Path(kubeconfig).read_text().splitlines():
+        line = line.strip()
+        if line.startswith("server: https://"):
+            host, _, port = line.removeprefix("server: https://").rstrip("/").rpartition(":")
+            return host, int(port)
+    raise RuntimeError(f"{kubeconfig}: no 'server: https://HOST:PORT' line")
+
+
+def proxied_kubeconfig(kubeconfig: str, port: int, where: Path) -> str:
+    """A copy of the kubeconfig whose server is the proxy (whose certificate is the API server's)."""
+    out = where / "proxied.kubeconfig"
+    out.write_text("\n".join(f"    server: https://127.0.0.1:{port}" if line.strip().startswith("server: ")
+                             else line for line in Path(kubeconfig).read_text().splitlines()) + "\n")
+    return str(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("operator", help="the ringmaster-operator binary")
@@ -376,6 +401,10 @@ def main() -> int:
                     help="the Lease's duration in seconds; the renew deadline is 3/4 of it (default 20: an API "
                          "server restart of about 14 s here is mostly survived, so the watches resume and meet "
                          "410 Gone)")
+    ap.add_argument("--conflicts", type=float, default=0.05,
+                    help="share of the operators' job updates the proxy answers 409 Conflict (default 0.05)")
+    ap.add_argument("--slow", type=float, default=0.05,
+                    help="share of the operators' requests the proxy holds for 0.5-3 s (default 0.05)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--deadline", type=float, default=900, help="seconds for the whole soak (default 900)")
     ap.add_argument("--max-rss", type=int, default=256, help="MiB an operator may peak at (default 256)")
@@ -386,9 +415,14 @@ def main() -> int:
                                ("--workers", a.workers, 1), ("--lease", a.lease, 4)):
         if value < least:
             ap.error(f"{flag} must be at least {least}, not {value}")
+    for flag, value in (("--conflicts", a.conflicts), ("--slow", a.slow)):
+        if not 0 <= value <= 1:
+            ap.error(f"{flag} must be between 0 and 1, not {value}")
+    if a.conflicts + a.slow > 1:
+        ap.error(f"--conflicts and --slow must add up to at most 1, not {a.conflicts + a.slow}")
     if not 0 <= a.gap[0] <= a.gap[1]:
         ap.error(f"--gap MIN MAX must have 0 <= MIN <= MAX, not {a.gap[0]} {a.gap[1]}")
-    for var in ("KUBECONFIG", "RINGMASTER_TESTBED"):
+    for var in ("KUBECONFIG", "RINGMASTER_TESTBED", "RINGMASTER_TESTBED_DIR"):
         if var not in os.environ:
             print(f"soak: {var} is not set: run under `scripts/testbed exec`", file=sys.stderr)
             return 2
@@ -405,7 +439,9 @@ def main() -> int:
     for crd in ("distributedjobs.ringmaster.io", "tfjobs.kubeflow.org"):
         kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}", timeout=70)
 
-    ops = Operators(a.operator, ns, logs, a.lease)
+    proxy = ApiProxy(api_endpoint(os.environ["KUBECONFIG"]), os.path.join(os.environ["RINGMASTER_TESTBED_DIR"], "pki"),
+                     random.Random(rng.random()), a.conflicts, a.slow, (0.5, 3.0)).start()
+    ops = Operators(a.operator, proxied_kubeconfig(os.environ["KUBECONFIG"], proxy.port, logs), ns, logs, a.lease)
     ops.start()
     ops.start()
     jobs: list[Job] = []
@@ -464,6 +500,7 @@ def main() -> int:
                 time.sleep(1)
     finally:
         ops.stop()
+        proxy.stop()
         kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
     kinds = collections.Counter(k for _, k, _ in injector.done)
@@ -472,7 +509,9 @@ def main() -> int:
           ", ".join(f"{k} {kinds[k]}" for k in FAULTS) + f"); {sum(j.injected for j in jobs)} member failures "
           f"in {len(jobs)} jobs ({sum(j.kind == 'TFJob' for j in jobs)} TFJobs); {ops.started} operator starts "
           f"({ops.lease_lost} after a lost lease); {relists} relists after 410 Gone; "
-          f"peak operator memory {max(ops.peak_kib.values(), default=0) // 1024} MiB")
+          f"peak operator memory {max(ops.peak_kib.values(), default=0) // 1024} MiB; the proxy answered "
+          f"{proxy.counts.conflicts} of {proxy.counts.requests} requests 409 and held {proxy.counts.delayed} "
+          f"({proxy.counts.delayed_s:.0f} s in all)")
     for t, kind, what in injector.done:
         print(f"  {t:7.1f}s {kind:9s} {what}")
     for job in jobs:
@@ -482,7 +521,7 @@ def main() -> int:
     if problems or a.logs:
         keep = Path(a.logs) if a.logs else Path(tempfile.mkdtemp(prefix="ringmaster-soak-logs."))
         keep.mkdir(parents=True, exist_ok=True)
-        for f in logs.iterdir():
+        for f in logs.glob("*.log"):
             shutil.copy(f, keep / f.name)
         print(f"soak: the operators' logs are kept in {keep}")
     shutil.rmtree(logs, ignore_errors=True)
