@@ -511,7 +511,8 @@ def main() -> int:
           f"({ops.lease_lost} after a lost lease); {relists} relists after 410 Gone; "
           f"peak operator memory {max(ops.peak_kib.values(), default=0) // 1024} MiB; the proxy answered "
           f"{proxy.counts.conflicts} of {proxy.counts.requests} requests 409 and held {proxy.counts.delayed} "
-          f"({proxy.counts.delayed_s:.0f} s in all)")
+          f"({proxy.counts.delayed_s:.0f} s in all) and closed {proxy.counts.upstream_refused} connections "
+          f"while the API server was away")
     for t, kind, what in injector.done:
         print(f"  {t:7.1f}s {kind:9s} {what}")
     for job in jobs:
