@@ -211,6 +211,10 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
         continue;
       }
       const ReplicaObservation& o = *it->second;
+      // A new incarnation: the failure counted before is behind it.
+      if (auto c = s.counted_failures.find(key);
+          c != s.counted_failures.end() && !o.uid.empty() && c->second != o.uid)
+        s.counted_failures.erase(c);
       if (o.deleting) {
         all_running = false;
         continue;
@@ -224,7 +228,14 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       const bool alone = restart && o.phase == ReplicaPhase::kFailed &&
                          ReplacedByTheJob(job, spec.restart_policy) && PeersDone(job, by_key, key);
       if (restart && !alone) {
-        restarts_wanted.push_back({ActionKind::kRestart, key});
+        if (auto c = s.counted_failures.find(key); c != s.counted_failures.end() && c->second == o.uid) {
+          // Counted by the status already (whoever wrote it stopped before
+          // removing the pod): remove it, count nothing.
+          d.actions.push_back({ActionKind::kRestart, key});
+          all_running = false;
+        } else {
+          restarts_wanted.push_back({ActionKind::kRestart, key});
+        }
         continue;
       }
       Finish(d, ConditionType::kFailed, "ReplicaFailed",
@@ -271,6 +282,9 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       return d;
     }
     s.restart_count += static_cast<int>(restarts_wanted.size());
+    for (const auto& a : restarts_wanted) {
+      if (const std::string& uid = by_key.at(a.key)->uid; !uid.empty()) s.counted_failures[a.key] = uid;
+    }
     const std::string names = JoinList(restarts_wanted, [](const auto& a) { return Describe(a.key); });
     if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
       // From its latest failure: its newest incarnation is what the others wait for.

@@ -29,6 +29,7 @@ std::optional<ReplicaObservation> ObservePod(const json& pod, const ReplicaLabel
   ReplicaObservation o;
   o.key = {*type, index};
   o.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  if (auto uid = meta.find("uid"); uid != meta.end() && uid->is_string()) o.uid = uid->get<std::string>();
   const json empty = json::object();
   const json& status = pod.contains("status") && pod["status"].is_object() ? pod["status"] : empty;
   // Kueue stops a preempted or evicted group's pods: it marks them, then

@@ -38,6 +38,23 @@ std::vector<std::pair<const json*, Condition>> KnownConditions(const json& in) {
   return out;
 }
 
+namespace {
+
+// "worker-1" back to its key; nullopt when it is not one.
+std::optional<ReplicaKey> ParseReplicaName(const std::string& name) {
+  const auto dash = name.rfind('-');
+  if (dash == std::string::npos) return std::nullopt;
+  auto type = ParseReplicaType(name.substr(0, dash));
+  const std::string index_text = name.substr(dash + 1);
+  int index = -1;
+  auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+  if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0)
+    return std::nullopt;
+  return ReplicaKey{*type, index};
+}
+
+}  // namespace
+
 json ReplacementsToJson(const std::map<ReplicaKey, int64_t>& replacements) {
   json out = json::object();
   for (const auto& [key, since] : replacements) out[key.Name()] = FormatRfc3339(since);
@@ -49,16 +66,26 @@ std::map<ReplicaKey, int64_t> ReplacementsFromJson(const json& in) {
   auto it = in.find("replacements");
   if (it == in.end() || !it->is_object()) return out;
   for (const auto& [name, since] : it->items()) {
-    const auto dash = name.rfind('-');
-    if (dash == std::string::npos || !since.is_string()) continue;
-    auto type = ParseReplicaType(name.substr(0, dash));
-    const std::string index_text = name.substr(dash + 1);
-    int index = -1;
-    auto [ptr, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-    auto at = ParseRfc3339(since.get<std::string>());
-    if (!type || ec != std::errc() || ptr != index_text.data() + index_text.size() || index < 0 || !at)
-      continue;
-    out[{*type, index}] = *at;
+    auto key = ParseReplicaName(name);
+    auto at = since.is_string() ? ParseRfc3339(since.get<std::string>()) : std::nullopt;
+    if (key && at) out[*key] = *at;
+  }
+  return out;
+}
+
+json CountedFailuresToJson(const std::map<ReplicaKey, std::string>& counted) {
+  json out = json::object();
+  for (const auto& [key, uid] : counted) out[key.Name()] = uid;
+  return out;
+}
+
+std::map<ReplicaKey, std::string> CountedFailuresFromJson(const json& in) {
+  std::map<ReplicaKey, std::string> out;
+  auto it = in.find("countedFailures");
+  if (it == in.end() || !it->is_object()) return out;
+  for (const auto& [name, uid] : it->items()) {
+    auto key = ParseReplicaName(name);
+    if (key && uid.is_string() && !uid.get<std::string>().empty()) out[*key] = uid.get<std::string>();
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // The fields both kinds' statuses share (status_json.h: a DistributedJob's,
 // tfjob_status.h: a TFJob's), read and written once: condition types, RFC
-// 3339 times, and Ringmaster's replacements. Tolerant readers: a malformed
+// 3339 times, and Ringmaster's replacements and counted failures. Tolerant readers: a malformed
 // entry is skipped.
 #pragma once
 
@@ -30,5 +30,11 @@ std::vector<std::pair<const nlohmann::json*, Condition>> KnownConditions(const n
 nlohmann::json ReplacementsToJson(const std::map<ReplicaKey, int64_t>& replacements);
 // status.replacements, back.
 std::map<ReplicaKey, int64_t> ReplacementsFromJson(const nlohmann::json& status);
+
+// countedFailures: {"worker-1": "<the uid of the pod whose failure
+// restartCount counted>", ...}.
+nlohmann::json CountedFailuresToJson(const std::map<ReplicaKey, std::string>& counted);
+// status.countedFailures, back.
+std::map<ReplicaKey, std::string> CountedFailuresFromJson(const nlohmann::json& status);
 
 }  // namespace ringmaster::op

@@ -50,6 +50,7 @@ json StatusToJson(const JobStatus& s, int64_t observed_generation) {
   // Both in one for kubectl get's column (a printer column is one JSONPath).
   out["workers"] = std::to_string(s.workers_active) + "/" + std::to_string(s.workers_wanted);
   if (!s.replacements.empty()) out["replacements"] = ReplacementsToJson(s.replacements);
+  if (!s.counted_failures.empty()) out["countedFailures"] = CountedFailuresToJson(s.counted_failures);
   out["observedGeneration"] = observed_generation;
   out["state"] = StateOf(s);
   return out;
@@ -78,6 +79,7 @@ JobStatus StatusFromJson(const json& in) {
   s.workers_wanted = IntField(in, "workersWanted");
   s.workers_active = IntField(in, "workersActive");
   s.replacements = ReplacementsFromJson(in);
+  s.counted_failures = CountedFailuresFromJson(in);
   return s;
 }
 

@@ -136,6 +136,7 @@ json TfJobStatusToJson(const TfJob& tfjob, const JobStatus& s,
   // Ringmaster's own state: what the state machine needs back.
   if (s.restart_count > 0) out["restartCount"] = s.restart_count;
   if (!s.replacements.empty()) out["replacements"] = ReplacementsToJson(s.replacements);
+  if (!s.counted_failures.empty()) out["countedFailures"] = CountedFailuresToJson(s.counted_failures);
   return out;
 }
 
@@ -163,13 +164,15 @@ JobStatus TfJobStatusFromJson(const json& in) {
   if (auto it = in.find("restartCount"); it != in.end() && it->is_number_integer())
     s.restart_count = it->get<int>();
   s.replacements = ReplacementsFromJson(in);
+  s.counted_failures = CountedFailuresFromJson(in);
   return s;
 }
 
 std::string TfJobStateAnnotation(const JobStatus& s) {
-  if (s.restart_count == 0 && s.replacements.empty()) return "";
+  if (s.restart_count == 0 && s.replacements.empty() && s.counted_failures.empty()) return "";
   json state = {{"restartCount", s.restart_count}};
   if (!s.replacements.empty()) state["replacements"] = ReplacementsToJson(s.replacements);
+  if (!s.counted_failures.empty()) state["countedFailures"] = CountedFailuresToJson(s.counted_failures);
   return state.dump();
 }
 
@@ -183,13 +186,17 @@ void MergeTfJobStateAnnotation(const json& tfjob, JobStatus& s) {
   if (it == annotations->end() || !it->is_string()) return;
   const json state = json::parse(it->get<std::string>(), nullptr, false);
   if (!state.is_object()) return;
-  // The same reader as the status's (restartCount, replacements).
+  // The same reader as the status's (restartCount, replacements,
+  // countedFailures).
   const JobStatus kept = TfJobStatusFromJson(state);
   // The status is written first, the annotation right after: when they
   // differ, the larger count is the newer one.
   if (kept.restart_count > s.restart_count) {
     s.restart_count = kept.restart_count;
     if (s.replacements.empty()) s.replacements = kept.replacements;
+    s.counted_failures = kept.counted_failures;
+  } else if (kept.restart_count == s.restart_count && s.counted_failures.empty()) {
+    s.counted_failures = kept.counted_failures;  // a status whose CRD dropped them
   }
 }
 
@@ -206,7 +213,7 @@ bool TfJobStatusChanged(const json& old_status, const json& new_status) {
   // Ringmaster's own fields count only through the state annotation, which
   // keeps them: training-operator's CRD drops them from every status
   // written, and comparing them would write the status at every look.
-  for (const char* field : {"lastReconcileTime", "restartCount", "replacements"}) {
+  for (const char* field : {"lastReconcileTime", "restartCount", "replacements", "countedFailures"}) {
     a.erase(field);
     b.erase(field);
   }

@@ -10,8 +10,9 @@
 //   update <fields>  the job changed (suspend, scale)
 //   step t=N         one reconcile at N seconds, with the replicas observed
 //                    one per input line: "<type>-<index> <Phase> [exit=N]
-//                    [restarts=N] [deleting] [gated] [evicted] [gate=NAME]"
-//                    (gated: Kueue's admission gate; evicted: Kueue's
+//                    [restarts=N] [deleting] [gated] [evicted] [uid=X]
+//                    [gate=NAME]" (uid: the pod's metadata.uid; gated:
+//                    Kueue's admission gate; evicted: Kueue's
 //                    TerminationTarget mark, deleting too; gate=NAME: a
 //                    scheduling gate of someone else's, which the state
 //                    machine does not see, only the operator's pod);
@@ -66,6 +67,14 @@ std::string RenderStatus(const JobStatus& s) {
     first = true;
     for (const auto& [key, since] : s.replacements) {
       out << (first ? "" : ",") << key.Name() << "@" << (since - kT0);
+      first = false;
+    }
+  }
+  if (!s.counted_failures.empty()) {
+    out << " counted=";
+    first = true;
+    for (const auto& [key, uid] : s.counted_failures) {
+      out << (first ? "" : ",") << key.Name() << ":" << uid;
       first = false;
     }
   }
@@ -151,6 +160,8 @@ Observed ParseObservation(const TranscriptCase& c, const std::string& line) {
       o.gated = true;
     } else if (w == "evicted") {
       o.evicted = o.deleting = true;
+    } else if (w.rfind("uid=", 0) == 0) {
+      o.uid = w.substr(4);
     } else if (w.rfind("gate=", 0) == 0) {
       out.other_gate = w.substr(5);
     } else {
@@ -195,6 +206,7 @@ json PodOf(const DistributedJob& job, const Observed& seen) {
   }
   pod["status"]["containerStatuses"] = json::array({cs});
   if (o.deleting) pod["metadata"]["deletionTimestamp"] = "2027-01-15T08:00:00Z";
+  if (!o.uid.empty()) pod["metadata"]["uid"] = o.uid;
   json gates = json::array();
   if (!seen.other_gate.empty()) gates.push_back({{"name", seen.other_gate}});
   if (o.gated) gates.push_back({{"name", kKueueAdmissionGate}});

@@ -13,7 +13,7 @@
 //                    Service exists); "creating <replica>" and "deleting
 //                    <replica>" (expectations not yet seen in the cache);
 //                    a pod: "<replica> <Phase> [exit=N] [restarts=N]
-//                    [deleting] [owner=UID|owner=none] [last] [at=N]
+//                    [deleting] [owner=UID|owner=none] [uid=X] [last] [at=N]
 //                    [gated] [evicted] [kueue] [unretriable]
 //                    [message=TEXT TO THE END OF THE LINE]" (its container
 //                    ended with exit N at N seconds, in state.terminated,
@@ -109,6 +109,8 @@ json ParsePod(const TranscriptCase& c, const json& job, const std::string& line)
       pod["metadata"]["finalizers"] = json::array({kKueueFinalizer});
     } else if (w == "unretriable") {
       pod["metadata"]["annotations"][kKueueRetriableInGroupAnnotation] = "false";
+    } else if (w.rfind("uid=", 0) == 0) {
+      pod["metadata"]["uid"] = w.substr(4);
     } else if (w == "owner=none") {
       pod["metadata"].erase("ownerReferences");
     } else if (w.rfind("owner=", 0) == 0) {

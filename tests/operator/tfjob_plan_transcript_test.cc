@@ -10,7 +10,7 @@
 //                    replica's Service exists), "service <replica>" (that
 //                    one's), "creating <replica>", "deleting <replica>", and
 //                    pods: "<replica> <Phase> [exit=N] [restarts=N] [deleting]
-//                    [owner=UID|owner=none]", <replica> as in the names
+//                    [owner=UID|owner=none] [uid=X]", <replica> as in the names
 //                    ("master-0", "worker-1"). The plan's status and its
 //                    patch of the job are then the job's, as if written,
 //                    unless `nowrite`; `pruned`: the status as
@@ -84,6 +84,8 @@ json ParsePod(const TranscriptCase& c, const json& job, const std::string& line)
       restarts = std::stoi(w.substr(9));
     } else if (w == "deleting") {
       pod["metadata"]["deletionTimestamp"] = FormatRfc3339(kT0);
+    } else if (w.rfind("uid=", 0) == 0) {
+      pod["metadata"]["uid"] = w.substr(4);
     } else if (w == "owner=none") {
       pod["metadata"].erase("ownerReferences");
     } else if (w.rfind("owner=", 0) == 0) {
@@ -276,7 +278,8 @@ TEST_P(TfJobPlanTranscript, PlansAsWritten) {
     if (!c.Has("nowrite")) {
       if (last->status) job["status"] = *last->status;
       if (c.Has("pruned")) {
-        for (const char* ours : {"restartCount", "replacements"}) job["status"].erase(ours);
+        for (const char* ours : {"restartCount", "replacements", "countedFailures"})
+          job["status"].erase(ours);
       }
       for (const Step& step : last->steps) {
         for (const ApiAction& a : step.actions) {

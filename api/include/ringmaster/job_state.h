@@ -40,6 +40,10 @@ struct ReplicaObservation {
   // group was preempted or evicted (it is `deleting` too). What tells the
   // queue's deletions from the job's own.
   bool evicted = false;
+  // Which incarnation this is (a pod's metadata.uid); "" when the caller
+  // has none. A failure already counted (JobStatus::counted_failures) is
+  // not counted again.
+  std::string uid;
 };
 
 // Recovering: runPolicy.recovery InPlace is replacing failed replicas alone
@@ -77,6 +81,10 @@ struct JobStatus {
   // replacement does not run yet, each with when it last failed (when its
   // replacement was decided). A replica's recovery ends when it runs again.
   std::map<ReplicaKey, int64_t> replacements;
+  // The incarnation (uid) of each replica whose failure restart_count last
+  // counted, written with that count: an operator that takes over before
+  // the failed pod is gone removes it without counting it again.
+  std::map<ReplicaKey, std::string> counted_failures;
 
   const Condition* Find(ConditionType t) const;
   bool Is(ConditionType t) const;  // the condition is present and true
