@@ -138,6 +138,9 @@ RM_FAKE_EXPORT int cuCtxGetCurrent(void** ctx) {
 RM_FAKE_EXPORT int cuCtxSetCurrent(void* ctx) {
   return g_driver ? g_driver->CtxSetCurrent(ctx) : 3;
 }
+RM_FAKE_EXPORT int cuMemGetAddressRange_v2(unsigned long long* base, size_t* size, unsigned long long ptr) {
+  return g_driver ? g_driver->MemGetAddressRange(base, size, ptr) : 3;
+}
 
 // ---- NCCL (NcclApi). ----
 RM_FAKE_EXPORT ncclResult_t ncclGetVersion(int* version) {

@@ -282,12 +282,25 @@ int CtxSetCurrent(void* ctx) {
   t_ctx = ctx ? *static_cast<int*>(ctx) : -1;
   return 0;
 }
+// cuMemGetAddressRange: the allocation p lies in; CUDA_ERROR_NOT_FOUND (500)
+// for memory the fake did not allocate, as the driver answers.
+int DriverMemGetAddressRange(unsigned long long* base, size_t* size, unsigned long long ptr) {
+  Lock lock(S().mu);
+  ++S().stats.range_queries;
+  char* c = reinterpret_cast<char*>(static_cast<uintptr_t>(ptr));
+  const Mapping* m = FindDevice(c);
+  if (!m) return 500;
+  *base = reinterpret_cast<uintptr_t>(std::prev(S().device_mem.upper_bound(c))->first);
+  *size = m->bytes;
+  return 0;
+}
 cudaError_t DeviceGetPCIBusId(char* out, int len, int d) {
   std::snprintf(out, static_cast<size_t>(len), "0000:%02x:00.0", d);
   return cudaSuccess;
 }
 cudaError_t PointerGetAttributes(cudaPointerAttributes* a, const void* p) {
   Lock lock(S().mu);
+  ++S().stats.pointer_queries;
   *a = {};
   a->type = cudaMemoryTypeUnregistered;
   if (const Mapping* m = FindDevice(p)) {
@@ -435,9 +448,11 @@ cudaError_t FreeHost(void* p) {
 
 // ---------------------------------------------------------------- the batched copy kernel
 
-// The runtime's loading of the agent's embedded image, and its kernel run on
-// the host: the launch's one parameter is the RmBatchedCopyParams.
-int g_library = 0, g_kernel = 0;  // their addresses are the handles
+// The runtime's loading of the agent's embedded image, and its kernels run on
+// the host: the by-value one's parameter is the RmBatchedCopyParams; the
+// table one's is an RmBatchedCopyTableParams, whose table is read from device
+// memory when the kernel runs (as on a GPU), not when it is launched.
+int g_library = 0, g_kernel = 0, g_table_kernel = 0;  // their addresses are the handles
 cudaError_t RuntimeGetVersion(int* v) {
   *v = 12090;
   return cudaSuccess;
@@ -468,12 +483,17 @@ cudaError_t LibraryUnload(cudaLibrary_t) {
   return cudaSuccess;
 }
 cudaError_t LibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t, const char* name) {
-  if (std::strcmp(name, RM_BATCHED_COPY_KERNEL_NAME) != 0) return cudaErrorSymbolNotFound;
-  *kernel = reinterpret_cast<cudaKernel_t>(&g_kernel);
+  if (std::strcmp(name, RM_BATCHED_COPY_KERNEL_NAME) == 0) {
+    *kernel = reinterpret_cast<cudaKernel_t>(&g_kernel);
+  } else if (std::strcmp(name, RM_BATCHED_COPY_TABLE_KERNEL_NAME) == 0) {
+    *kernel = reinterpret_cast<cudaKernel_t>(&g_table_kernel);
+  } else {
+    return cudaErrorSymbolNotFound;
+  }
   return cudaSuccess;
 }
 cudaError_t FuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
-  if (func != &g_kernel) return cudaErrorInvalidDeviceFunction;
+  if (func != &g_kernel && func != &g_table_kernel) return cudaErrorInvalidDeviceFunction;
   *attr = {};
   attr->maxThreadsPerBlock = 1024;
   return cudaSuccess;
@@ -481,13 +501,43 @@ cudaError_t FuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
 cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t s) {
   Lock lock(S().mu);
   const int d = NeedContext();
-  if (func != &g_kernel || !args) return cudaErrorInvalidDeviceFunction;
+  if ((func != &g_kernel && func != &g_table_kernel) || !args) return cudaErrorInvalidDeviceFunction;
   CUstream_st* st = Resolve(s);
   if (st->device != d)
     return cudaErrorInvalidResourceHandle;  // a kernel runs on the current device's streams
+  if (block.x != RM_BATCHED_COPY_THREADS) return cudaErrorInvalidConfiguration;
+  if (func == &g_table_kernel) {
+    const RmBatchedCopyTableParams t = *static_cast<const RmBatchedCopyTableParams*>(args[0]);
+    const void* table = reinterpret_cast<const void*>(static_cast<uintptr_t>(t.items));
+    if (t.count == 0 || !FindDevice(table)) return cudaErrorInvalidValue;
+    ++S().stats.kernel_launches;
+    ++S().stats.table_launches;
+    const unsigned grid_x = grid.x;
+    Enqueue(st, [t, table, grid_x] {
+      const char* raw =
+          Shadow(table, size_t{t.count} * sizeof(RmBatchedCopyItem), "the batched copy table (read)");
+      if (!raw) return true;
+      std::vector<RmBatchedCopyItem> items(t.count);
+      std::memcpy(items.data(), raw, items.size() * sizeof(RmBatchedCopyItem));
+      if (items.back().block_end != grid_x) {
+        S().violations.push_back("the batched copy table kernel ran with a grid of " +
+                                 std::to_string(grid_x) + " blocks for a table whose blocks end at " +
+                                 std::to_string(items.back().block_end));
+        return true;
+      }
+      for (const RmBatchedCopyItem& it : items) {
+        const void* src = reinterpret_cast<const void*>(static_cast<uintptr_t>(it.src));
+        void* dst = reinterpret_cast<void*>(static_cast<uintptr_t>(it.dst));
+        const char* from = Shadow(src, it.bytes, "the batched copy table kernel (read)");
+        char* to = Shadow(dst, it.bytes, "the batched copy table kernel (write)");
+        if (from && to) std::memmove(to, from, it.bytes);
+      }
+      return true;
+    });
+    return cudaSuccess;
+  }
   const RmBatchedCopyParams p = *static_cast<const RmBatchedCopyParams*>(args[0]);
-  if (p.count == 0 || p.count > RM_BATCHED_COPY_MAX_ITEMS || grid.x != p.block_end[p.count - 1] ||
-      block.x != RM_BATCHED_COPY_THREADS)
+  if (p.count == 0 || p.count > RM_BATCHED_COPY_MAX_ITEMS || grid.x != p.block_end[p.count - 1])
     return cudaErrorInvalidConfiguration;
   ++S().stats.kernel_launches;
   Enqueue(st, [p] {
@@ -783,6 +833,7 @@ void Connect() {
     static internal::DriverApi d;
     d.CtxGetCurrent = CtxGetCurrent;
     d.CtxSetCurrent = CtxSetCurrent;
+    d.MemGetAddressRange = DriverMemGetAddressRange;
     static internal::NcclApi n;
     n.GetVersion = GetVersion;
     n.GetErrorString = NcclErrorString;

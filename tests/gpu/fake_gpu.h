@@ -47,11 +47,14 @@ struct Stats {
   int d2d_copies = 0, d2h_copies = 0, h2d_copies = 0;
   int stream_waits = 0;     // cudaStreamWaitEvent
   int events_created = 0;   // cudaEventCreateWithFlags
-  int kernel_launches = 0;  // the batched copy kernel's
+  int kernel_launches = 0;  // the batched copy kernels'
+  int table_launches = 0;   // of which the table form's
   int device_allocs = 0;    // cudaMallocAsync calls by the agent
   size_t agent_bytes = 0;   // device memory the agent holds now
   size_t peak_agent_bytes = 0;
   int unique_ids = 0;
+  int pointer_queries = 0;  // cudaPointerGetAttributes
+  int range_queries = 0;    // cuMemGetAddressRange (the allocation a pointer lies in)
 };
 
 // The agent loads the fake as it loads the real libraries: the test

@@ -4,8 +4,9 @@
 //  - hundreds of items of mixed sizes (1 byte to 4 MiB, plus one past the
 //    direct-copy threshold) at odd offsets, random data, every byte compared
 //    and the bytes around each item untouched, through every path (the
-//    automatic one, the kernel, one cudaMemcpyAsync per item, and
-//    cudaMemcpyBatchAsync where the runtime has it);
+//    automatic one, the kernel by value, its table form, one
+//    cudaMemcpyAsync per item, and cudaMemcpyBatchAsync where the runtime
+//    has it);
 //  - a throughput print (GB/s, host enqueue to completion) for 4 KiB, 64 KiB
 //    and 1 MiB items, 64 MiB in all, against one 64 MiB cudaMemcpyAsync.
 // Nothing is gated on time.
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,8 @@ const char* PathName(CopyPath p) {
       return "cudaMemcpyAsync each";
     case CopyPath::kMemcpyBatch:
       return "cudaMemcpyBatchAsync";
+    case CopyPath::kKernelTable:
+      return "kernel table";
   }
   return "?";
 }
@@ -80,11 +84,23 @@ class BatchedCopyDevice : public ::testing::Test {
     ASSERT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
   }
   void TearDown() override {
+    if (api_ && stream_) table_.Destroy(*api_, stream_);
     if (stream_) cudaStreamDestroy(stream_);
+  }
+  // One call through `path`: auto and the table form with the table (as
+  // the agent's packs), the others without.
+  Status Copy(CopyPath path, std::span<const CopyItem> items) {
+    const bool with_table = path == CopyPath::kAuto || path == CopyPath::kKernelTable;
+    if (with_table) table_.BeginCall(items.size());
+    return BatchedCopyVia(path, *api_, items, stream_, 0, with_table ? &table_ : nullptr);
   }
   const GpuApi* api_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  CopyTable table_;
 };
+
+constexpr CopyPath kPaths[] = {CopyPath::kAuto, CopyPath::kKernel, CopyPath::kKernelTable, CopyPath::kMemcpy,
+                               CopyPath::kMemcpyBatch};
 
 TEST_F(BatchedCopyDevice, TheEmbeddedKernelLoads) {
   const auto info = BatchedCopyKernel(*api_, 0);
@@ -126,13 +142,14 @@ TEST_F(BatchedCopyDevice, MixedSizesAndOddAlignmentsEveryByteEveryPath) {
   for (size_t i = 0; i < sizes.size(); ++i) items.push_back({dst.p + dst_at[i], src.p + src_at[i], sizes[i]});
   items.push_back({dst.p, src.p, 0});  // an empty item changes nothing
 
-  for (CopyPath path : {CopyPath::kAuto, CopyPath::kKernel, CopyPath::kMemcpy, CopyPath::kMemcpyBatch}) {
+  for (CopyPath path : kPaths) {
     SCOPED_TRACE(PathName(path));
     ASSERT_EQ(cudaMemset(dst.p, 0xA5, dst_len), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const Status s = BatchedCopyVia(path, *api_, items, stream_, 0);
+    const Status s = Copy(path, items);
+    const bool kernel = path == CopyPath::kKernel || path == CopyPath::kKernelTable;
     if (s.code() == StatusCode::kFailedPrecondition && path != CopyPath::kAuto &&
-        !(path == CopyPath::kKernel && RINGMASTER_TEST_HAVE_NVRTC)) {
+        !(kernel && RINGMASTER_TEST_HAVE_NVRTC)) {
       std::printf("batched copy path %s not run: %s\n", PathName(path), s.message().c_str());
       continue;
     }
@@ -182,10 +199,10 @@ TEST_F(BatchedCopyDevice, ThroughputAgainstOneLargeCopy) {
     for (size_t off = 0; off < kTotal; off += item) items.push_back({dst.p + off, src.p + off, item});
     std::string line =
         "batched copy " + std::to_string(item >> 10) + " KiB x " + std::to_string(items.size()) + ":";
-    for (CopyPath path : {CopyPath::kAuto, CopyPath::kKernel, CopyPath::kMemcpy, CopyPath::kMemcpyBatch}) {
+    for (CopyPath path : kPaths) {
       Status last;
       const double g = GBps(kTotal, kReps, stream_, [&] {
-        last = BatchedCopyVia(path, *api_, items, stream_, 0);
+        last = Copy(path, items);
         return last.ok();
       });
       char buf[128];

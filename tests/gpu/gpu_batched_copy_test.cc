@@ -37,7 +37,8 @@ void* Addr(uintptr_t a) {
 // What the GPU does for one launch: every thread of every block, in turn.
 void EmulateLaunch(const RmBatchedCopyParams& p, unsigned grid, unsigned threads) {
   for (unsigned b = 0; b < grid; ++b)
-    for (unsigned t = 0; t < threads; ++t) ringmaster_kernels::CopyThread(p, b, t, threads);
+    for (unsigned t = 0; t < threads; ++t)
+      ringmaster_kernels::CopyThread(ringmaster_kernels::ParamsItems{p}, b, t, threads);
 }
 
 TEST(BatchedCopyParams, PlainLayoutUnderTheClassicParameterLimit) {
@@ -122,7 +123,15 @@ TEST(BatchedCopyPlan, HugeAndNarrowItemsGoDirectlyAndTheFallbackTakesAll) {
 
 // The kernel's arithmetic, on the host: items of many sizes at every offset
 // pair mod 16 (and more), each byte compared, nothing outside written.
-TEST(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
+void EmulateTable(const CopyTablePlan& plan, unsigned threads) {
+  const ringmaster_kernels::TableItems items{plan.items.data(), static_cast<unsigned>(plan.items.size())};
+  for (unsigned b = 0; b < plan.grid; ++b)
+    for (unsigned t = 0; t < threads; ++t) ringmaster_kernels::CopyThread(items, b, t, threads);
+}
+
+class BatchedCopyKernelMath : public ::testing::TestWithParam<bool> {};  // the table form?
+
+TEST_P(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
   std::mt19937_64 rng(7);
   const size_t sizes[] = {1,   2,   3,    7,    15,   16,    17,    31,    33,
                           100, 255, 4095, 4096, 4097, 16383, 16385, 40000, 70001};
@@ -153,10 +162,17 @@ TEST(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
     items.push_back({d0 + dst_at[i], s0 + src_at[i], cases[i].size});
     std::memcpy(w0 + dst_at[i], s0 + src_at[i], cases[i].size);
   }
-  const CopyPlan plan = PlanBatchedCopy(items);
-  ASSERT_TRUE(plan.direct.empty());
-  ASSERT_GT(plan.launches.size(), 1u);
-  for (const CopyLaunch& l : plan.launches) EmulateLaunch(l.params, l.grid, RM_BATCHED_COPY_THREADS);
+  if (GetParam()) {
+    const CopyTablePlan plan = PlanBatchedCopyTable(items);
+    ASSERT_TRUE(plan.direct.empty());
+    ASSERT_EQ(plan.items.size(), items.size());  // one launch for them all
+    EmulateTable(plan, RM_BATCHED_COPY_THREADS);
+  } else {
+    const CopyPlan plan = PlanBatchedCopy(items);
+    ASSERT_TRUE(plan.direct.empty());
+    ASSERT_GT(plan.launches.size(), 1u);
+    for (const CopyLaunch& l : plan.launches) EmulateLaunch(l.params, l.grid, RM_BATCHED_COPY_THREADS);
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
     const size_t from = dst_at[i] - cases[i].dst_off, to = dst_at[i] + cases[i].size + 32;
     for (size_t b = from; b < to; ++b)
@@ -165,6 +181,28 @@ TEST(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
                               << static_cast<long>(b - dst_at[i]);
   }
   EXPECT_EQ(dst, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(ByValueAndTable, BatchedCopyKernelMath, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Table" : "ByValue"; });
+
+TEST(BatchedCopyPlan, TheTableFormTakesEveryKernelItemWithPrefixSums) {
+  std::vector<CopyItem> items;
+  for (size_t i = 0; i < 1000; ++i)
+    items.push_back({Addr(0x100000 + i * 0x10000), Addr(0x90000000 + i * 0x10000), 1000 + i});
+  items.push_back({Addr(0x10), Addr(0x20), 0});                                  // empty: skipped
+  items.push_back({Addr(0x200000000), Addr(0x300000000), kDirectCopyMinBytes});  // its own copy
+  const CopyTablePlan plan = PlanBatchedCopyTable(items);
+  ASSERT_EQ(plan.items.size(), 1000u);
+  EXPECT_EQ(plan.direct, (std::vector<size_t>{1001}));
+  unsigned blocks = 0;
+  for (size_t i = 0; i < 1000; ++i) {
+    blocks += BlocksForItem(items[i].bytes);
+    EXPECT_EQ(plan.items[i].block_end, blocks);
+    EXPECT_EQ(plan.items[i].dst, reinterpret_cast<uintptr_t>(items[i].dst));
+    EXPECT_EQ(plan.items[i].bytes, items[i].bytes);
+  }
+  EXPECT_EQ(plan.grid, blocks);
 }
 
 TEST(BatchedCopyKernelMath, ABigItemLoopsOverItsCappedBlocks) {
@@ -242,17 +280,24 @@ TEST(BatchedCopyImages, TheBuildEmbedsPtxAndCubinsNamingTheKernelWhenNvrtcWasFou
 
 struct Calls {
   std::atomic<int> memcpy{0}, launch{0}, load{0}, unload{0}, get_kernel{0};
+  int uploads = 0, table_launches = 0, host_allocs = 0, device_allocs = 0, events = 0;
+  cudaError_t event_state = cudaSuccess;  // what cudaEventQuery answers
   int cc_major = 9, cc_minor = 0;
   int fail_loads = 0;  // the first this many cudaLibraryLoadData calls fail
   bool fail_launch = false;
-  std::vector<int> load_arch;  // the image each load was given (by its arch)
-  std::string kernel_name;
+  std::vector<int> load_arch;             // the image each load was given (by its arch)
+  std::vector<std::string> kernel_names;  // asked for, in order
   int launch_block = 0;
 };
 Calls* g_calls = nullptr;
-int g_fake_lib = 0, g_fake_kernel = 0;
+int g_fake_lib = 0, g_fake_kernel = 0, g_fake_table_kernel = 0;
 
 cudaError_t FakeMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t) {
+  if (kind == cudaMemcpyHostToDevice) {  // the table form's upload
+    ++g_calls->uploads;
+    std::memcpy(dst, src, n);
+    return cudaSuccess;
+  }
   if (kind != cudaMemcpyDeviceToDevice) return cudaErrorInvalidValue;
   ++g_calls->memcpy;
   std::memcpy(dst, src, n);
@@ -261,8 +306,18 @@ cudaError_t FakeMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
 cudaError_t FakeLaunch(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t) {
   ++g_calls->launch;
   if (g_calls->fail_launch) return cudaErrorLaunchOutOfResources;
-  if (func != &g_fake_kernel || shared != 0 || grid.y != 1 || block.y != 1) return cudaErrorInvalidValue;
+  if ((func != &g_fake_kernel && func != &g_fake_table_kernel) || shared != 0 || grid.y != 1 || block.y != 1)
+    return cudaErrorInvalidValue;
   g_calls->launch_block = static_cast<int>(block.x);
+  if (func == &g_fake_table_kernel) {
+    ++g_calls->table_launches;
+    const auto& t = *static_cast<const RmBatchedCopyTableParams*>(args[0]);
+    const auto* items = static_cast<const RmBatchedCopyItem*>(Addr(t.items));
+    if (t.count == 0 || grid.x != items[t.count - 1].block_end) return cudaErrorInvalidValue;
+    for (unsigned i = 0; i < t.count; ++i)
+      std::memcpy(Addr(items[i].dst), Addr(items[i].src), items[i].bytes);
+    return cudaSuccess;
+  }
   const auto& p = *static_cast<const RmBatchedCopyParams*>(args[0]);
   if (p.count == 0 || p.count > RM_BATCHED_COPY_MAX_ITEMS || grid.x != p.block_end[p.count - 1])
     return cudaErrorInvalidValue;
@@ -288,13 +343,14 @@ cudaError_t FakeUnload(cudaLibrary_t) {
 }
 cudaError_t FakeGetKernel(cudaKernel_t* k, cudaLibrary_t lib, const char* name) {
   ++g_calls->get_kernel;
-  g_calls->kernel_name = name;
+  g_calls->kernel_names.push_back(name);
   if (lib != reinterpret_cast<cudaLibrary_t>(&g_fake_lib)) return cudaErrorInvalidResourceHandle;
-  *k = reinterpret_cast<cudaKernel_t>(&g_fake_kernel);
+  *k = reinterpret_cast<cudaKernel_t>(
+      std::string_view(name) == RM_BATCHED_COPY_TABLE_KERNEL_NAME ? &g_fake_table_kernel : &g_fake_kernel);
   return cudaSuccess;
 }
 cudaError_t FakeFuncAttributes(cudaFuncAttributes* attr, const void* func) {
-  if (func != &g_fake_kernel) return cudaErrorInvalidDeviceFunction;
+  if (func != &g_fake_kernel && func != &g_fake_table_kernel) return cudaErrorInvalidDeviceFunction;
   *attr = cudaFuncAttributes{};
   attr->maxThreadsPerBlock = 1024;
   return cudaSuccess;
@@ -321,6 +377,40 @@ cudaError_t FakeSetDevice(int) {
 cudaError_t FakeGetLastError() {
   return cudaSuccess;
 }
+// The table form's buffers: host memory for both.
+cudaError_t FakeHostAlloc(void** p, size_t n, unsigned) {
+  ++g_calls->host_allocs;
+  *p = std::malloc(n);
+  return cudaSuccess;
+}
+cudaError_t FakeFreeHost(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t FakeMallocAsync(void** p, size_t n, cudaStream_t) {
+  ++g_calls->device_allocs;
+  *p = std::malloc(n);
+  return cudaSuccess;
+}
+cudaError_t FakeFreeAsync(void* p, cudaStream_t) {
+  std::free(p);
+  return cudaSuccess;
+}
+int g_fake_event = 0;
+cudaError_t FakeEventCreate(cudaEvent_t* e, unsigned) {
+  ++g_calls->events;
+  *e = reinterpret_cast<cudaEvent_t>(&g_fake_event);
+  return cudaSuccess;
+}
+cudaError_t FakeEventRecord(cudaEvent_t, cudaStream_t) {
+  return cudaSuccess;
+}
+cudaError_t FakeEventQuery(cudaEvent_t) {
+  return g_calls->event_state;
+}
+cudaError_t FakeEventDestroy(cudaEvent_t) {
+  return cudaSuccess;
+}
 
 class BatchedCopyTable : public ::testing::Test {
  protected:
@@ -332,6 +422,14 @@ class BatchedCopyTable : public ::testing::Test {
     api_.cuda.GetDevice = FakeGetDevice;
     api_.cuda.SetDevice = FakeSetDevice;
     api_.cuda.GetLastError = FakeGetLastError;
+    api_.cuda.HostAlloc = FakeHostAlloc;
+    api_.cuda.FreeHost = FakeFreeHost;
+    api_.cuda.MallocAsync = FakeMallocAsync;
+    api_.cuda.FreeAsync = FakeFreeAsync;
+    api_.cuda.EventCreateWithFlags = FakeEventCreate;
+    api_.cuda.EventRecord = FakeEventRecord;
+    api_.cuda.EventQuery = FakeEventQuery;
+    api_.cuda.EventDestroy = FakeEventDestroy;
     auto& o = api_.cuda_optional;
     o.DeviceGetAttribute = FakeAttribute;
     o.LaunchKernel = FakeLaunch;
@@ -367,7 +465,8 @@ TEST_F(BatchedCopyTable, OneLaunchPer128ItemsAndTheModuleLoadedOncePerDevice) {
   EXPECT_EQ(calls_.launch.load(), 3);
   EXPECT_EQ(calls_.memcpy.load(), 0);
   EXPECT_EQ(calls_.launch_block, RM_BATCHED_COPY_THREADS);
-  EXPECT_EQ(calls_.kernel_name, RM_BATCHED_COPY_KERNEL_NAME);
+  EXPECT_EQ(calls_.kernel_names,
+            (std::vector<std::string>{RM_BATCHED_COPY_KERNEL_NAME, RM_BATCHED_COPY_TABLE_KERNEL_NAME}));
   EXPECT_EQ(calls_.load_arch, (std::vector<int>{90}));  // compute capability 9.0: the sm_90 cubin
   ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0).ok());
   EXPECT_EQ(calls_.load.load(), 1);
@@ -377,6 +476,69 @@ TEST_F(BatchedCopyTable, OneLaunchPer128ItemsAndTheModuleLoadedOncePerDevice) {
   const auto info = BatchedCopyKernel(api_, 0);
   EXPECT_TRUE(info.available);
   EXPECT_NE(info.what.find("sm_90 cubin"), std::string::npos) << info.what;
+}
+
+TEST_F(BatchedCopyTable, WithATableManyItemsGoInOneLaunchAndTheBuffersAreKept) {
+  if (!RINGMASTER_TEST_HAVE_NVRTC) GTEST_SKIP() << "this build embeds no kernel image (no NVRTC)";
+  MakeItems(1000, 512);
+  CopyTable table;
+  table.BeginCall(2000);
+  // The call's two copies (in, then out) share the table, one after the other.
+  std::span<const CopyItem> half1(items_.data(), 500), half2(items_.data() + 500, 500);
+  ASSERT_TRUE(BatchedCopy(api_, half1, nullptr, 0, &table).ok());
+  ASSERT_TRUE(BatchedCopy(api_, half2, nullptr, 0, &table).ok());
+  Check();
+  EXPECT_EQ(calls_.launch.load(), 2);
+  EXPECT_EQ(calls_.table_launches, 2);
+  EXPECT_EQ(calls_.uploads, 2);
+  EXPECT_EQ(calls_.memcpy.load(), 0);
+  EXPECT_EQ(table.used, 1000u);
+  EXPECT_EQ(table.capacity, 2000u);  // the call's announced need, taken at once
+  EXPECT_EQ(calls_.host_allocs, 1);
+  EXPECT_EQ(calls_.device_allocs, 1);
+  // The next call reuses the buffers.
+  std::fill(dst_.begin(), dst_.end(), 0);
+  table.BeginCall(2000);
+  ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
+  Check();
+  EXPECT_EQ(calls_.table_launches, 3);
+  EXPECT_EQ(calls_.host_allocs, 1);
+  EXPECT_EQ(calls_.events, 1);
+  // Few items go by value, without the table.
+  MakeItems(RM_BATCHED_COPY_MAX_ITEMS, 64);
+  table.BeginCall(2 * RM_BATCHED_COPY_MAX_ITEMS);
+  ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
+  Check();
+  EXPECT_EQ(calls_.table_launches, 3);
+  EXPECT_EQ(calls_.launch.load(), 4);
+  table.Destroy(api_, nullptr);
+}
+
+TEST_F(BatchedCopyTable, AnUploadStillQueuedIsNeverOverwritten) {
+  // An earlier call's table not yet read by its kernel (the call failed with
+  // its work left on the stream): this call goes by value.
+  if (!RINGMASTER_TEST_HAVE_NVRTC) GTEST_SKIP() << "this build embeds no kernel image (no NVRTC)";
+  MakeItems(300, 256);
+  CopyTable table;
+  table.BeginCall(300);
+  ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
+  EXPECT_EQ(calls_.table_launches, 1);
+  const RmBatchedCopyItem first = table.host[0];
+  calls_.event_state = cudaErrorNotReady;
+  std::fill(dst_.begin(), dst_.end(), 0);
+  std::vector<CopyItem> reversed(items_.rbegin(), items_.rend());
+  table.BeginCall(300);
+  ASSERT_TRUE(BatchedCopy(api_, reversed, nullptr, 0, &table).ok());
+  Check();
+  EXPECT_EQ(calls_.table_launches, 1);  // by value: 3 launches of at most 128
+  EXPECT_EQ(calls_.launch.load(), 1 + 3);
+  EXPECT_EQ(table.host[0].dst, first.dst);  // the queued table untouched
+  // Its path asked for explicitly is refused, saying why.
+  table.BeginCall(300);
+  Status st = BatchedCopyVia(CopyPath::kKernelTable, api_, items_, nullptr, 0, &table);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.message();
+  calls_.event_state = cudaSuccess;
+  table.Destroy(api_, nullptr);
 }
 
 TEST_F(BatchedCopyTable, ManyThreadsAtOnceLoadTheModuleOnce) {

@@ -675,6 +675,64 @@ TEST_F(FakeGpu, CallsReuseTheEventsOnTheCallersStreams) {
   EXPECT_EQ(fake::GetStats().events_created, after_first) << "a call created events of its own";
 }
 
+TEST_F(FakeGpu, TensorsCarvedFromOneBufferArePlacedByOneQueryEach) {
+  // A framework's allocator carves tensors from a few large buffers: CUDA is
+  // asked once per buffer, not once per tensor.
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  constexpr int kTensors = 500, kCount = 16;
+  char* buffers[2] = {static_cast<char*>(fake::DeviceAlloc(0, kTensors / 2 * kCount * 4)),
+                      static_cast<char*>(fake::DeviceAlloc(0, kTensors / 2 * kCount * 4))};
+  std::vector<Tensor> ts;
+  for (int i = 0; i < kTensors; ++i) {
+    // Interleaved: consecutive tensors come from different buffers.
+    ts.push_back(Tensor{buffers[i % 2] + static_cast<size_t>(i / 2) * kCount * 4, kCount, DataType::kFloat32,
+                        MemoryKind::kDevice});
+    SetValues(ts.back(), [i](size_t j) { return Value(0, j + static_cast<size_t>(i)); });
+  }
+  const auto before = fake::GetStats();
+  ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum).ok());
+  const auto after = fake::GetStats();
+  for (int i = 0; i < kTensors; ++i) {
+    auto got = Values(ts[i]);
+    for (size_t j = 0; j < got.size(); ++j)
+      ASSERT_EQ(got[j], Value(0, j + static_cast<size_t>(i))) << "tensor " << i << " element " << j;
+  }
+  // Two looks at the call (is it a GPU call; its plan), two buffers each.
+  EXPECT_LE(after.pointer_queries - before.pointer_queries, 4);
+  EXPECT_LE(after.range_queries - before.range_queries, 4);
+}
+
+TEST_F(FakeGpu, APackOfManyTensorsIsOneLaunchEachWay) {
+  // Past RM_BATCHED_COPY_MAX_ITEMS tensors a pack goes through the table
+  // form: its table uploaded on the agent's stream, read by the kernel when
+  // it runs (the fake reads it then, as a GPU would).
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 1000; ++i) {
+    ts.push_back(DeviceTensor(0, 1 + i % 7, DataType::kFloat32));
+    SetValues(ts.back(), [i](size_t j) { return Value(0, j + static_cast<size_t>(i)); });
+  }
+  for (int call = 0; call < 3; ++call) {
+    const auto before = fake::GetStats();
+    ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMax).ok());
+    const auto after = fake::GetStats();
+    for (int i = 0; i < 1000; ++i) {
+      auto got = Values(ts[i]);
+      for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], Value(0, j + static_cast<size_t>(i))) << "call " << call << " tensor " << i;
+    }
+    EXPECT_EQ(after.allreduces - before.allreduces, 1);          // one pack
+    EXPECT_EQ(after.table_launches - before.table_launches, 2);  // in and out
+    EXPECT_EQ(after.kernel_launches - before.kernel_launches, 2);
+    EXPECT_EQ(after.h2d_copies - before.h2d_copies, 2);  // the two tables
+    EXPECT_EQ(after.d2d_copies - before.d2d_copies, 0);
+  }
+  // The table's buffers were taken once, for the first call.
+  EXPECT_EQ(fake::GetStats().host_allocs, 1);
+}
+
 TEST_F(FakeGpu, WithoutTheBatchedCopyKernelEveryTensorIsCopiedOnItsOwn) {
   fake::SetBatchedCopyKernel(false);
   auto comm = Communicator::Create(LocalSettings(1)[0]);

@@ -9,6 +9,7 @@
 
 #include "fake_gpu.h"
 #include "gpu/nccl_plan.h"
+#include "gpu/pointer_places.h"
 
 namespace ringmaster::internal {
 namespace {
@@ -17,6 +18,29 @@ constexpr DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataT
                                   DataType::kFloat64, DataType::kInt32,    DataType::kInt64};
 constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                                 ReduceOp::kProduct};
+
+TEST(PointerPlaces, AnAllocationSeenOncePlacesEveryPointerInsideIt) {
+  internal::gpu::PointerPlaces places;
+  EXPECT_FALSE(places.Find(reinterpret_cast<void*>(0x1000)).has_value());
+  places.Add(0x1000, 0x100, 1);
+  places.Add(0x4000, 0x100, 0);
+  places.Add(0x9000, 0, 3);  // empty: nothing
+  EXPECT_EQ(places.size(), 2u);
+  EXPECT_EQ(places.Find(reinterpret_cast<void*>(0x1000)), 1);
+  EXPECT_EQ(places.Find(reinterpret_cast<void*>(0x10ff)), 1);
+  EXPECT_FALSE(places.Find(reinterpret_cast<void*>(0x1100)).has_value());  // one past the end
+  EXPECT_EQ(places.Find(reinterpret_cast<void*>(0x4080)), 0);
+  EXPECT_EQ(places.Find(reinterpret_cast<void*>(0x1010)), 1);  // back to the first after the second
+  EXPECT_FALSE(places.Find(reinterpret_cast<void*>(0x9000)).has_value());
+  // Bounded: past kMaxRanges nothing more is remembered.
+  for (size_t i = 0; i < 2 * internal::gpu::PointerPlaces::kMaxRanges; ++i)
+    places.Add(0x100000 + i * 0x100, 0x10, 0);
+  EXPECT_EQ(places.size(), internal::gpu::PointerPlaces::kMaxRanges);
+  // A range that wraps around the address space is refused.
+  internal::gpu::PointerPlaces wrap;
+  wrap.Add(UINTPTR_MAX - 4, 16, 0);
+  EXPECT_EQ(wrap.size(), 0u);
+}
 
 TEST(NcclMapping, EveryDtypeAndOpOfTheEngine) {
   const ncclDataType_t want_t[] = {ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclInt32, ncclInt64};

@@ -1,9 +1,13 @@
-// The batched copy: the kernel loaded once per device from the embedded
-// images, the launches of a plan, and the per-item cudaMemcpyAsync fallback.
+// The batched copy: the kernels loaded once per device from the embedded
+// images, the launches of a plan (by value, or one table uploaded first),
+// and the per-item cudaMemcpyAsync fallback.
 #include "gpu/batched_copy.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,8 +17,9 @@ namespace ringmaster::internal {
 namespace {
 
 struct DeviceKernel {
-  const void* kernel = nullptr;  // a cudaKernel_t, as cudaLaunchKernel takes it
-  std::string what;              // the image loaded, or why there is none
+  const void* kernel = nullptr;        // a cudaKernel_t, as cudaLaunchKernel takes it
+  const void* table_kernel = nullptr;  // the table form's, from the same image (nullptr: none)
+  std::string what;                    // the image loaded, or why there is none
 };
 
 std::mutex g_mu;
@@ -97,6 +102,12 @@ DeviceKernel Load(const GpuApi& api, int device) {
     }
     if (e == cudaSuccess) {
       k.kernel = reinterpret_cast<const void*>(kernel);
+      cudaKernel_t table = nullptr;
+      if (o.LibraryGetKernel(&table, lib, RM_BATCHED_COPY_TABLE_KERNEL_NAME) == cudaSuccess && table) {
+        k.table_kernel = reinterpret_cast<const void*>(table);
+      } else {
+        ClearLastError(api);  // an image of before the table form: by value only
+      }
       k.what = ImageName(*img) + " (" + BatchedCopyImagesOrigin() + ") on compute capability " + cc;
       break;
     }
@@ -120,9 +131,11 @@ const DeviceKernel& KernelFor(const GpuApi& api, int device) {
   if (auto it = kernels.find(key); it != kernels.end()) return it->second;
   DeviceKernel k = Load(api, device);
   DebugLog("batched copy on GPU " + std::to_string(device) + ": " +
-           (k.kernel
-                ? "one kernel launch per " + std::to_string(RM_BATCHED_COPY_MAX_ITEMS) + " copies, " + k.what
-                : "one cudaMemcpyAsync per copy: " + k.what));
+           (k.kernel ? std::string(k.table_kernel ? "one kernel launch per pack (a table past "
+                                                  : "one kernel launch per ") +
+                           std::to_string(RM_BATCHED_COPY_MAX_ITEMS) + " copies" +
+                           (k.table_kernel ? ")" : "") + ", " + k.what
+                     : "one cudaMemcpyAsync per copy: " + k.what));
   return kernels.emplace(key, std::move(k)).first->second;  // std::map: the reference stays valid
 }
 
@@ -169,6 +182,82 @@ Status Run(const GpuApi& api, const CopyPlan& plan, std::span<const CopyItem> it
   return OkStatus();
 }
 
+// Room for `n` items in this call's table (allocating it at the call's first
+// use), or nullopt: no table this call (a queued upload of an earlier call,
+// an allocation that failed, too many items).
+std::optional<size_t> TableRoom(const GpuApi& api, CopyTable& t, size_t n, cudaStream_t stream, int device) {
+  if (!t.checked) {
+    t.checked = true;
+    t.usable = false;
+    if (t.uploaded) {
+      cudaError_t q = api.cuda.EventQuery(t.uploaded);
+      if (q != cudaSuccess) {
+        ClearLastError(api);
+        DebugLog("batched copy on GPU " + std::to_string(device) +
+                 ": an earlier call's copy table is still queued; this call's copies go by value");
+        return std::nullopt;
+      }
+    } else if (api.cuda.EventCreateWithFlags(&t.uploaded, cudaEventDisableTiming) != cudaSuccess) {
+      t.uploaded = nullptr;
+      ClearLastError(api);
+      return std::nullopt;
+    }
+    const size_t need = std::max(t.wanted, n);
+    if (need > kMaxTableItems) return std::nullopt;
+    if (need > t.capacity) {
+      // Every earlier upload has run (the event above): the old buffers are free.
+      t.Release(api, stream);
+      void* host = nullptr;
+      void* dev = nullptr;
+      const size_t bytes = need * sizeof(RmBatchedCopyItem);
+      if (api.cuda.HostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess ||
+          api.cuda.MallocAsync(&dev, bytes, stream) != cudaSuccess) {
+        if (host) api.cuda.FreeHost(host);
+        ClearLastError(api);
+        DebugLog("batched copy on GPU " + std::to_string(device) + ": no " + std::to_string(bytes) +
+                 "-byte copy table; copies go by value");
+        return std::nullopt;
+      }
+      t.host = static_cast<RmBatchedCopyItem*>(host);
+      t.device = dev;
+      t.capacity = need;
+    }
+    t.usable = true;
+  }
+  if (!t.usable || t.used + n > t.capacity) return std::nullopt;
+  const size_t at = t.used;
+  t.used += n;
+  return at;
+}
+
+// The table form: `plan`'s table uploaded after the call's earlier ones, one
+// launch, then the direct items.
+Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const CopyItem> items,
+                const void* kernel, CopyTable& t, size_t at, cudaStream_t stream, int device) {
+  const size_t bytes = plan.items.size() * sizeof(RmBatchedCopyItem);
+  std::memcpy(t.host + at, plan.items.data(), bytes);
+  char* dev = static_cast<char*>(t.device) + at * sizeof(RmBatchedCopyItem);
+  if (cudaError_t e = api.cuda.MemcpyAsync(dev, t.host + at, bytes, cudaMemcpyHostToDevice, stream);
+      e != cudaSuccess)
+    return InternalError("cudaMemcpyAsync of the batched copy's table (" + std::to_string(plan.items.size()) +
+                         " copies)" + On(device) + ": " + CudaErrorText(api, e));
+  if (cudaError_t e = api.cuda.EventRecord(t.uploaded, stream); e != cudaSuccess)
+    return InternalError("cudaEventRecord after the batched copy's table" + On(device) + ": " +
+                         CudaErrorText(api, e));
+  RmBatchedCopyTableParams params{reinterpret_cast<uintptr_t>(dev), static_cast<unsigned>(plan.items.size()),
+                                  0};
+  void* args[] = {&params};
+  if (cudaError_t e = api.cuda_optional.LaunchKernel(kernel, dim3(plan.grid), dim3(RM_BATCHED_COPY_THREADS),
+                                                     args, 0, stream);
+      e != cudaSuccess)
+    return InternalError("cudaLaunchKernel of the batched copy's table form (" +
+                         std::to_string(plan.items.size()) + " copies, " + std::to_string(plan.grid) +
+                         " blocks)" + On(device) + ": " + CudaErrorText(api, e));
+  for (size_t i : plan.direct)
+    if (Status s = CopyOne(api, items, i, stream, device); !s.ok()) return s;
+  return OkStatus();
+}
+
 Status MemcpyBatch(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device) {
 #if CUDART_VERSION >= 12080
   const CudaOptionalApi& o = api.cuda_optional;
@@ -210,27 +299,63 @@ Status MemcpyBatch(const GpuApi& api, std::span<const CopyItem> items, cudaStrea
 
 }  // namespace
 
-Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device) {
-  return BatchedCopyVia(CopyPath::kAuto, api, items, stream, device);
+void CopyTable::Release(const GpuApi& api, cudaStream_t stream) {
+  // An upload still queued reads the host table: that one is left (a failed
+  // call's leftovers, at shutdown), not freed under it.
+  const bool queued = uploaded && host && api.cuda.EventQuery(uploaded) != cudaSuccess;
+  if (queued) {
+    ClearLastError(api);
+    DebugLog("batched copy: a copy table upload is still queued; its pinned host buffer is left allocated");
+  } else if (host) {
+    api.cuda.FreeHost(host);
+  }
+  if (device) api.cuda.FreeAsync(device, stream);  // stream-ordered: after the queued kernels
+  host = nullptr;
+  device = nullptr;
+  capacity = 0;
+  usable = false;
+}
+
+void CopyTable::Destroy(const GpuApi& api, cudaStream_t stream) {
+  Release(api, stream);
+  if (uploaded) api.cuda.EventDestroy(uploaded);
+  uploaded = nullptr;
+}
+
+Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device,
+                   CopyTable* table) {
+  return BatchedCopyVia(CopyPath::kAuto, api, items, stream, device, table);
 }
 
 Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream,
-                      int device) {
+                      int device, CopyTable* table) {
   if (Status s = CheckItems(items); !s.ok()) return s;
   if (path == CopyPath::kMemcpyBatch) return MemcpyBatch(api, items, stream, device);
   const void* kernel = nullptr;
   if (path != CopyPath::kMemcpy) {
     const DeviceKernel& k = KernelFor(api, device);
-    if (!k.kernel && path == CopyPath::kKernel)
+    if (!k.kernel && (path == CopyPath::kKernel || path == CopyPath::kKernelTable))
       return FailedPreconditionError("the batched copy kernel is not available" + On(device) + ": " + k.what);
+    if (path == CopyPath::kKernelTable && (!table || !k.table_kernel))
+      return FailedPreconditionError(std::string("the batched copy's table form needs ") +
+                                     (table ? "a kernel image with it" : "a CopyTable") + On(device));
     kernel = k.kernel;
+    if (table && k.table_kernel) {
+      CopyTablePlan tp = PlanBatchedCopyTable(items);
+      if (path == CopyPath::kKernelTable || tp.items.size() > RM_BATCHED_COPY_MAX_ITEMS) {
+        if (auto at = TableRoom(api, *table, tp.items.size(), stream, device))
+          return RunTable(api, tp, items, k.table_kernel, *table, *at, stream, device);
+        if (path == CopyPath::kKernelTable)
+          return FailedPreconditionError("no room in the batched copy's table" + On(device));
+      }
+    }
   }
   return Run(api, PlanBatchedCopy(items, kernel != nullptr), items, kernel, stream, device);
 }
 
 BatchedCopyKernelInfo BatchedCopyKernel(const GpuApi& api, int device) {
   const DeviceKernel& k = KernelFor(api, device);
-  return {k.kernel != nullptr, k.what};
+  return {k.kernel != nullptr, k.table_kernel != nullptr, k.what};
 }
 
 }  // namespace ringmaster::internal

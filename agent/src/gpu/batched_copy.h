@@ -1,6 +1,8 @@
 // Internal: many device-to-device copies on one stream with one kernel launch
-// per RM_BATCHED_COPY_MAX_ITEMS items (the pack and unpack of the GPU
-// backend), instead of one cudaMemcpyAsync each. The kernel is compiled at
+// (the pack and unpack of the GPU backend), instead of one cudaMemcpyAsync
+// each: up to RM_BATCHED_COPY_MAX_ITEMS items by value in the launch's
+// parameters, more through a table uploaded on the stream first (CopyTable,
+// the caller's buffers). The kernels are compiled at
 // build time by NVRTC and embedded (kernels/); it is loaded once per device
 // with cudaLibraryLoadData (CUDA 12.0+). Where it cannot be had (a build
 // without NVRTC, an older runtime, no image for the device) every item is its
@@ -24,7 +26,44 @@ namespace ringmaster::internal {
 // (and narrow-word ones of kDirectNarrowCopyMinBytes or more) go as their own
 // cudaMemcpyAsync (batched_copy_plan.h says why). Errors: InvalidArgument for
 // a null pointer (naming the item), Internal with CUDA's text and the call.
-Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device);
+//
+// With `table`, more than RM_BATCHED_COPY_MAX_ITEMS kernel items go in one
+// launch of the table form: their table is written to the pinned host buffer,
+// copied to the device buffer on `stream`, then read by the kernel. Where
+// the table cannot be had (see CopyTable) the items go by value, as without.
+struct CopyTable;
+Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device,
+                   CopyTable* table = nullptr);
+
+// The table form's buffers for one GPU and one stream, owned by the caller
+// and kept call after call: a pinned host table and its device copy, grown
+// to the most items a call has announced (BeginCall), at most kMaxTableItems
+// (32 bytes each), so they hold 32 bytes per copy of the largest call.
+// Within a call, each BatchedCopy appends its items after the previous one's
+// (the uploads of one call never overwrite one another before they ran).
+// A call whose table would overwrite one that is still queued (an earlier
+// call that failed with its work still on the stream) uses no table.
+struct CopyTable {
+  // The next BatchedCopy calls, until the next BeginCall, copy at most
+  // `items` items in all.
+  void BeginCall(size_t items) {
+    wanted = items;
+    used = 0;
+    checked = usable = false;
+  }
+  // Frees the buffers (the device one queued on `stream`, which must be
+  // this table's); Destroy the event too. The calling thread's current
+  // device must be the table's.
+  void Release(const GpuApi& api, cudaStream_t stream);
+  void Destroy(const GpuApi& api, cudaStream_t stream);
+
+  RmBatchedCopyItem* host = nullptr;  // pinned (cudaHostAlloc)
+  void* device = nullptr;             // cudaMallocAsync on the stream
+  size_t capacity = 0;                // items both hold
+  size_t wanted = 0, used = 0;        // this call's announced items, and those written
+  bool checked = false, usable = false;
+  cudaEvent_t uploaded = nullptr;  // recorded after the latest upload
+};
 
 // The same through one chosen path (tests and benchmarks):
 enum class CopyPath {
@@ -33,14 +72,16 @@ enum class CopyPath {
   kMemcpy,       // one cudaMemcpyAsync per item
   kMemcpyBatch,  // one cudaMemcpyBatchAsync (CUDA 12.8+ runtime, not the legacy stream); else
                  // FailedPrecondition
+  kKernelTable,  // the table form whatever the count (needs `table`); FailedPrecondition without it
 };
 Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream,
-                      int device);
+                      int device, CopyTable* table = nullptr);
 
 // Whether the kernel is loaded on `device` (loading it at the first ask), and
 // what: "sm_90 cubin (NVRTC 12.9)", or why not.
 struct BatchedCopyKernelInfo {
   bool available = false;
+  bool table = false;  // the table form too
   std::string what;
 };
 BatchedCopyKernelInfo BatchedCopyKernel(const GpuApi& api, int device);

@@ -1,4 +1,4 @@
-/* The batched copy kernel's one parameter, shared by the host (batched_copy.cc,
+/* The batched copy kernels' parameters, shared by the host (batched_copy.cc,
  * the tests' fake CUDA table) and the kernel (kernels/batched_copy.cu, compiled
  * by NVRTC). Plain C layout, no includes: it must mean the same to g++ and to
  * NVRTC, and to a fake that reads it without CUDA's headers.
@@ -9,7 +9,13 @@
  * parameter struct, under the classic 4 KiB parameter limit). Item i copies
  * bytes[i] bytes from src[i] to dst[i] (device addresses as integers) and owns
  * the grid's blocks [i == 0 ? 0 : block_end[i - 1], block_end[i]). Items of one
- * launch must not overlap one another. */
+ * launch must not overlap one another.
+ *
+ * The table form, for any number of items in one launch: the kernel
+ * RM_BATCHED_COPY_TABLE_KERNEL_NAME takes one RmBatchedCopyTableParams by
+ * value, whose `items` is the device address of `count` RmBatchedCopyItem
+ * (uploaded on the same stream before the launch), with the same meaning;
+ * grid = {items[count - 1].block_end, 1, 1}. */
 #ifndef RINGMASTER_GPU_BATCHED_COPY_PARAMS_H_
 #define RINGMASTER_GPU_BATCHED_COPY_PARAMS_H_
 
@@ -20,6 +26,9 @@
 /* The kernel's entry point (extern "C": the name cudaLibraryGetKernel takes). */
 #define RM_BATCHED_COPY_KERNEL_NAME "ringmaster_batched_copy"
 
+/* The table form's kernel. */
+#define RM_BATCHED_COPY_TABLE_KERNEL_NAME "ringmaster_batched_copy_table"
+
 struct RmBatchedCopyParams {
   unsigned long long dst[RM_BATCHED_COPY_MAX_ITEMS];
   unsigned long long src[RM_BATCHED_COPY_MAX_ITEMS];
@@ -29,7 +38,20 @@ struct RmBatchedCopyParams {
   unsigned int reserved;                             /* 0 */
 };
 
+struct RmBatchedCopyItem {
+  unsigned long long dst, src, bytes;
+  unsigned int block_end; /* inclusive prefix sum of blocks over the table */
+  unsigned int reserved;  /* 0 */
+};
+
+struct RmBatchedCopyTableParams {
+  unsigned long long items; /* device address of the table */
+  unsigned int count;       /* items in it, >= 1 */
+  unsigned int reserved;    /* 0 */
+};
+
 #ifdef __cplusplus
+static_assert(sizeof(RmBatchedCopyItem) == 32 && sizeof(RmBatchedCopyTableParams) == 16, "no padding");
 static_assert(sizeof(unsigned long long) == 8 && sizeof(unsigned int) == 4, "LP64 layout");
 static_assert(sizeof(RmBatchedCopyParams) == 28 * RM_BATCHED_COPY_MAX_ITEMS + 8,
               "no padding: host and kernel agree field by field");

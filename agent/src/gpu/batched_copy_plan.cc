@@ -50,6 +50,22 @@ CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel) {
   return plan;
 }
 
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items) {
+  CopyTablePlan plan;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const CopyItem& it = items[i];
+    if (it.bytes == 0) continue;
+    if (CopiesDirectly(it)) {
+      plan.direct.push_back(i);
+      continue;
+    }
+    plan.grid += BlocksForItem(it.bytes);
+    plan.items.push_back(
+        {reinterpret_cast<uintptr_t>(it.dst), reinterpret_cast<uintptr_t>(it.src), it.bytes, plan.grid, 0});
+  }
+  return plan;
+}
+
 std::vector<const EmbeddedKernelImage*> ImagesToTry(std::span<const EmbeddedKernelImage> images, int cc_major,
                                                     int cc_minor) {
   const int device = cc_major * 10 + cc_minor;

@@ -1,8 +1,9 @@
 // Internal: the pure decisions of the batched copy (batched_copy.h): which
 // items go through the kernel and which as their own cudaMemcpyAsync, how the
 // kernel's items are split into launches (RmBatchedCopyParams, at most
-// RM_BATCHED_COPY_MAX_ITEMS each) and how many blocks each item gets, and
-// which embedded image to load for a device. No CUDA calls.
+// RM_BATCHED_COPY_MAX_ITEMS each) or put in one table (the table form), how
+// many blocks each item gets, and which embedded image to load for a
+// device. No CUDA calls.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,17 @@ bool CopiesDirectly(const CopyItem& item);
 // The plan for `items` (zero-byte items are left out). With `kernel` false
 // every item is direct (the fallback).
 CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel = true);
+
+// The table form: every kernel item in one table for one launch.
+struct CopyTablePlan {
+  std::vector<RmBatchedCopyItem> items;  // block_end: prefix sums over the table
+  unsigned grid = 0;                     // blocks: items.back().block_end
+  std::vector<size_t> direct;            // indices of the items copied with cudaMemcpyAsync
+};
+// The table form's most items in one table: grids stay far below CUDA's
+// 2^31 - 1 blocks (kMaxBlocksPerItem each), the table at 32 MiB.
+inline constexpr size_t kMaxTableItems = size_t{1} << 20;
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items);
 
 // The images worth trying on a device of compute capability major.minor, best
 // first: cubins of the same major and a minor no newer than the device's

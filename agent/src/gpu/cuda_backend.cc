@@ -18,7 +18,8 @@ StatusOr<bool> CudaGpuBackend::IsDeviceCall(std::span<const Tensor> tensors) {
   bool marked = false;
   for (const auto& t : tensors) marked = marked || (t.memory == MemoryKind::kDevice && t.count > 0);
   if (!marked && !CudaMayBeInUse()) return false;
-  auto split = Split(tensors);
+  PointerPlaces places;
+  auto split = Split(tensors, places);
   if (!split.ok()) return split.status();
   return split->device;
 }
@@ -31,11 +32,27 @@ void CudaGpuBackend::Once(std::atomic<bool>& flag, const std::string& msg, bool 
     DebugLog(msg);
 }
 
-StatusOr<int> CudaGpuBackend::Where(const Tensor& t, size_t i) {
+cudaError_t CudaGpuBackend::Place(const GpuApi& api, const void* p, cudaPointerAttributes& a,
+                                  PointerPlaces& places) {
+  a = {};
+  cudaError_t e = api.cuda.PointerGetAttributes(&a, p);
+  if (e != cudaSuccess || a.type != cudaMemoryTypeDevice || !api.driver.MemGetAddressRange) return e;
+  // The allocation it lies in: its other tensors need no query of their own.
+  // The driver acts on the current context; CUDA's answer named the GPU.
+  unsigned long long base = 0;
+  size_t bytes = 0;
+  if (api.driver.MemGetAddressRange(&base, &bytes, reinterpret_cast<uintptr_t>(p)) == 0 &&
+      reinterpret_cast<uintptr_t>(p) >= base && reinterpret_cast<uintptr_t>(p) - base < bytes)
+    places.Add(static_cast<uintptr_t>(base), bytes, a.device);
+  return e;
+}
+
+StatusOr<int> CudaGpuBackend::Where(const Tensor& t, size_t i, PointerPlaces& places) {
   const bool marked = t.memory == MemoryKind::kDevice;
   // Host tensors are only looked at when device memory can exist at all, so
   // CPU-only processes never load CUDA.
   if (!marked && !CudaMayBeInUse()) return -1;
+  if (auto known = places.Find(t.data)) return *known;
   auto api = LoadGpuApi();
   if (!api.ok()) {
     if (!marked) return -1;
@@ -43,7 +60,7 @@ StatusOr<int> CudaGpuBackend::Where(const Tensor& t, size_t i) {
   }
   api_.store(*api);
   cudaPointerAttributes a{};
-  cudaError_t e = (*api)->cuda.PointerGetAttributes(&a, t.data);
+  cudaError_t e = Place(**api, t.data, a, places);
   if (e != cudaSuccess) {
     (void)(*api)->cuda.GetLastError();
     if (!marked) return -1;
@@ -65,7 +82,8 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
                                                        const CommunicationOptions& merged,
                                                        std::shared_ptr<const GroupView> group) {
   if (!group) return AbortedError("the group is not formed; call Reform()");
-  auto split = Split(tensors);
+  PointerPlaces places;
+  auto split = Split(tensors, places);
   if (!split.ok()) return split.status();
   if (!split->device || !api_.load()) return InternalError("AllReduceOps called for host tensors");
   const GpuApi& api = *api_.load();
@@ -86,12 +104,19 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
     for (size_t i : idx) {  // out of place: the input on the output's GPU
       const void* src = tensors[i].source;
       if (!src || src == tensors[i].data) continue;
-      cudaPointerAttributes a{};
-      cudaError_t e = api.cuda.PointerGetAttributes(&a, src);
-      if (e != cudaSuccess) (void)api.cuda.GetLastError();
-      const bool device =
-          e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
-      if (!device || a.device != split->devices[l]) {
+      bool device = false;
+      int on = -1;
+      if (auto known = places.Find(src)) {
+        device = true;
+        on = *known;
+      } else {
+        cudaPointerAttributes a{};
+        cudaError_t e = Place(api, src, a, places);
+        if (e != cudaSuccess) (void)api.cuda.GetLastError();
+        device = e == cudaSuccess && (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged);
+        on = a.device;
+      }
+      if (!device || on != split->devices[l]) {
         return InvalidArgumentError(
             "tensors[" + std::to_string(i) + "].source is not memory of GPU " +
             std::to_string(split->devices[l]) +
@@ -266,8 +291,12 @@ void CudaGpuBackend::DestroyDeviceResources() {
       if (fusion_[l] && guard.Set(devices_[l]) == cudaSuccess)
         (void)api.cuda.FreeAsync(fusion_[l], streams_[l]);
     }
+    for (size_t l = 0; l < tables_.size() && l < streams_.size(); ++l) {
+      if (guard.Set(devices_[l]) == cudaSuccess) tables_[l].Destroy(api, streams_[l]);
+    }
   }
   fusion_.clear();
+  tables_.clear();
   for (auto& s : streams_) (void)api.cuda.StreamDestroy(s);
   done_.clear();
   d2h_.clear();

@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "gpu/batched_copy.h"
 #include "gpu/gpu_api.h"
 #include "gpu/gpu_backend.h"
 #include "gpu/nccl_plan.h"
+#include "gpu/pointer_places.h"
 
 namespace ringmaster::internal::gpu {
 
@@ -150,10 +152,15 @@ class CudaGpuBackend final : public GpuBackend {
 
  private:
   // cuda_backend.cc
-  StatusOr<int> Where(const Tensor& t, size_t i);
-  StatusOr<DeviceSplit> Split(std::span<const Tensor> tensors) {
-    return SplitByDevice(tensors, [&](size_t i) { return Where(tensors[i], i); });
+  // The GPU of tensor i (-1: host memory), from `places` when its
+  // allocation was seen before in this call.
+  StatusOr<int> Where(const Tensor& t, size_t i, PointerPlaces& places);
+  StatusOr<DeviceSplit> Split(std::span<const Tensor> tensors, PointerPlaces& places) {
+    return SplitByDevice(tensors, [&](size_t i) { return Where(tensors[i], i, places); });
   }
+  // The GPU of device memory at `p` (cudaPointerGetAttributes), learnt into
+  // `places` with its allocation's range where the driver gives it.
+  cudaError_t Place(const GpuApi& api, const void* p, cudaPointerAttributes& a, PointerPlaces& places);
   Status Run(Transport& t, CallPlan& plan);
   void DestroyDeviceResources();
   void Once(std::atomic<bool>& flag, const std::string& msg, bool warning);
@@ -209,6 +216,7 @@ class CudaGpuBackend final : public GpuBackend {
   std::vector<cudaEvent_t> done_;                      // per device: the call's end
   std::vector<std::array<cudaEvent_t, 2>> d2h_, h2d_;  // per device, per staging area
   std::vector<char*> fusion_;                          // per device: kDeviceFusionBytes, or null
+  std::vector<CopyTable> tables_;                      // per device: the batched copy's table form
   std::string fusion_missing_;                         // who could not allocate theirs, and why
   std::vector<ncclComm_t> comms_;
   NcclState state_ = NcclState::kNone;

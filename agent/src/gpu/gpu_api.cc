@@ -9,6 +9,7 @@
 #include <vector>
 
 namespace ringmaster::internal {
+
 namespace {
 
 std::atomic<bool> g_loaded{false};
@@ -117,6 +118,7 @@ Loaded* LoadOnce() {
       std::string none;
       Sym(driver, "cuCtxGetCurrent", &a.driver.CtxGetCurrent, &none);
       Sym(driver, "cuCtxSetCurrent", &a.driver.CtxSetCurrent, &none);
+      Sym(driver, "cuMemGetAddressRange_v2", &a.driver.MemGetAddressRange, &none);
     }
     LoadOptionalCuda(cudart, &a.cuda_optional);
 

@@ -45,6 +45,10 @@ struct CudaApi {
 struct DriverApi {
   int (*CtxGetCurrent)(void** ctx) = nullptr;
   int (*CtxSetCurrent)(void* ctx) = nullptr;
+  // cuMemGetAddressRange_v2 (CUdeviceptr is an unsigned 64-bit integer):
+  // the mapped allocation a device pointer lies in, so that one query places
+  // every tensor carved from it (cuda_backend.cc's PointerPlaces).
+  int (*MemGetAddressRange)(unsigned long long* base, size_t* size, unsigned long long ptr) = nullptr;
 };
 
 // ---- Optional CUDA runtime functions: the batched copy (batched_copy.cc). ----

@@ -37,6 +37,7 @@ Status CudaGpuBackend::EnsureDeviceGroup(Transport& t, CallPlan& plan) {
   d2h_.assign(g, {nullptr, nullptr});
   h2d_.assign(g, {nullptr, nullptr});
   fusion_.assign(g, nullptr);
+  tables_.assign(g, CopyTable{});
   {
     std::lock_guard<std::mutex> lock(mu_);
     devices_ = plan.devices;  // DestroyDeviceResources frees per device
@@ -173,6 +174,8 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
   DeviceGuard guard(api);
   state_ = NcclState::kRunning;
   std::vector<CopyItem> copies;  // one pack's, per GPU: one batched copy each way
+  // Each tensor is copied in once and out once at most.
+  for (size_t l = 0; l < g; ++l) tables_[l].BeginCall(2 * plan.views[l].size());
   for (const DevicePack& pack : packs) {
     auto type = NcclDataType(pack.dtype, api.nccl_version);
     if (!type.ok()) return type.status();
@@ -181,7 +184,7 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
       copies.clear();
       for (const auto& it : pack.items)
         copies.push_back({fusion_[l] + it.offset, InputOf(plan.views[l][it.tensor]), it.bytes});
-      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l]));
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l], &tables_[l]));
     }
     Status st;
     (void)api.nccl.GroupStart();
@@ -208,7 +211,7 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
       copies.clear();
       for (const auto& it : pack.items)
         copies.push_back({plan.views[l][it.tensor].data, fusion_[l] + it.offset, it.bytes});
-      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l]));
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, streams_[l], devices_[l], &tables_[l]));
     }
   }
   for (size_t l = 0; l < g; ++l) {

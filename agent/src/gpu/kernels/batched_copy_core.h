@@ -79,12 +79,33 @@ RM_COPY_FN void CopyPart(unsigned long long dst, unsigned long long src, unsigne
   for (unsigned long long t = tail_at + worker; t < n; t += workers) d[t] = s[t];
 }
 
-// Which item owns block `block`: the first i with block < block_end[i].
-RM_COPY_FN unsigned int ItemOfBlock(const RmBatchedCopyParams& p, unsigned int block) {
-  unsigned int lo = 0, hi = p.count - 1;
+// The items of a launch, as the kernels read them: by value in the
+// parameter struct, or a table in device memory.
+struct ParamsItems {
+  const RmBatchedCopyParams& p;
+  RM_COPY_FN unsigned int count() const { return p.count; }
+  RM_COPY_FN unsigned int block_end(unsigned int i) const { return p.block_end[i]; }
+  RM_COPY_FN unsigned long long dst(unsigned int i) const { return p.dst[i]; }
+  RM_COPY_FN unsigned long long src(unsigned int i) const { return p.src[i]; }
+  RM_COPY_FN unsigned long long bytes(unsigned int i) const { return p.bytes[i]; }
+};
+struct TableItems {
+  const RmBatchedCopyItem* items;
+  unsigned int n;
+  RM_COPY_FN unsigned int count() const { return n; }
+  RM_COPY_FN unsigned int block_end(unsigned int i) const { return items[i].block_end; }
+  RM_COPY_FN unsigned long long dst(unsigned int i) const { return items[i].dst; }
+  RM_COPY_FN unsigned long long src(unsigned int i) const { return items[i].src; }
+  RM_COPY_FN unsigned long long bytes(unsigned int i) const { return items[i].bytes; }
+};
+
+// Which item owns block `block`: the first i with block < block_end(i).
+template <typename Items>
+RM_COPY_FN unsigned int ItemOfBlock(const Items& p, unsigned int block) {
+  unsigned int lo = 0, hi = p.count() - 1;
   while (lo < hi) {
     const unsigned int mid = (lo + hi) / 2;
-    if (block < p.block_end[mid]) {
+    if (block < p.block_end(mid)) {
       hi = mid;
     } else {
       lo = mid + 1;
@@ -94,13 +115,13 @@ RM_COPY_FN unsigned int ItemOfBlock(const RmBatchedCopyParams& p, unsigned int b
 }
 
 // What thread `thread` of block `block` does in a launch of `threads` threads a block.
-RM_COPY_FN void CopyThread(const RmBatchedCopyParams& p, unsigned int block, unsigned int thread,
-                           unsigned int threads) {
+template <typename Items>
+RM_COPY_FN void CopyThread(const Items& p, unsigned int block, unsigned int thread, unsigned int threads) {
   const unsigned int i = ItemOfBlock(p, block);
-  const unsigned int first = i == 0 ? 0 : p.block_end[i - 1];
+  const unsigned int first = i == 0 ? 0 : p.block_end(i - 1);
   const unsigned long long worker = static_cast<unsigned long long>(block - first) * threads + thread;
-  const unsigned long long workers = static_cast<unsigned long long>(p.block_end[i] - first) * threads;
-  const unsigned long long dst = p.dst[i], src = p.src[i], n = p.bytes[i];
+  const unsigned long long workers = static_cast<unsigned long long>(p.block_end(i) - first) * threads;
+  const unsigned long long dst = p.dst(i), src = p.src(i), n = p.bytes(i);
   switch (CopyWord(dst, src)) {
     case 16:
       CopyPart<16>(dst, src, n, worker, workers);
