@@ -63,9 +63,9 @@ CommunicationOptions Options(Implementation impl, const Plan& plan) {
 // Wait() returns (the results are in place then). Seconds, or -1 with
 // `st` set when it failed.
 double AgentCall(Communicator& c, std::span<const Tensor> ts, ReduceOp op, const CommunicationOptions& o,
-                 Status& st) {
+                 Status& st, bool async = true) {
   const auto t0 = Clock::now();
-  st = c.AllReduceAsync(ts, op, o).Wait();
+  st = async ? c.AllReduceAsync(ts, op, o).Wait() : c.AllReduce(ts, op, o);
   const auto t1 = Clock::now();
   return st.ok() ? std::chrono::duration<double>(t1 - t0).count() : -1;
 }
@@ -257,15 +257,26 @@ void MeasureLatency(BenchDevice& dev, Communicator& one, const Plan& plan, const
     Tensor t{buf.get(), static_cast<int64_t>(count), DataType::kFloat32, MemoryKind::kDevice};
     t.stream = s;
     const auto o = Options(Implementation::kNccl, plan);
-    Status st;
+    // Both ways a caller waits: AllReduce (runs on the caller's thread when
+    // the GPU's slot is idle) and AllReduceAsync(...).Wait() (handed to the
+    // slot's thread and back), as the TensorFlow op calls it.
+    Row ra = r;
+    ra.kind = "latency-async";
+    ra.name += ", async + Wait";
+    Status st, st_async;
     const auto agent = Times(plan.warmups, plan.latency_iters, nullptr, [&] {
-      return AgentCall(one, {&t, 1}, ReduceOp::kMean, o, st);
+      return AgentCall(one, {&t, 1}, ReduceOp::kMean, o, st, false);
     });
-    if (!st.ok()) {
-      Fail(r, "ringmaster: " + st.ToString());
-    } else {
-      const std::string bad = CompareBytes(Bytes(Download(dev, buf.get(), count, s)), Bytes(in));
-      if (!bad.empty()) Fail(r, "ringmaster: " + bad);
+    const auto agent_async = Times(plan.warmups, plan.latency_iters, nullptr, [&] {
+      return AgentCall(one, {&t, 1}, ReduceOp::kMean, o, st_async, true);
+    });
+    for (auto [row, status] : {std::pair<Row*, Status*>{&r, &st}, {&ra, &st_async}}) {
+      if (!status->ok()) {
+        Fail(*row, "ringmaster: " + status->ToString());
+      } else {
+        const std::string bad = CompareBytes(Bytes(Download(dev, buf.get(), count, s)), Bytes(in));
+        if (!bad.empty()) Fail(*row, "ringmaster: " + bad);
+      }
     }
 
     // The bound: the NCCL the agent loaded (bound once the agent has used
@@ -277,6 +288,7 @@ void MeasureLatency(BenchDevice& dev, Communicator& one, const Plan& plan, const
     std::vector<double> bound;
     if (!bound_ready) {
       Fail(r, "bound: " + bound_error);
+      Fail(ra, "bound: " + bound_error);
     } else {
       DeviceBuffer src(dev, bytes), dst(dev, bytes);
       dev.CopyToDevice(src.get(), in.data(), bytes, s);
@@ -284,10 +296,37 @@ void MeasureLatency(BenchDevice& dev, Communicator& one, const Plan& plan, const
           plan.warmups, plan.latency_iters, [&] { dev.Fill(dst.get(), kPoison, bytes, s); },
           [&] { return dev.TimedAllReduce(src.get(), dst.get(), count, s); });
       const std::string bad = CompareBytes(Bytes(Download(dev, dst.get(), count, s)), Bytes(in));
-      if (!bad.empty()) Fail(r, "bound: " + bad);
+      if (!bad.empty()) {
+        Fail(r, "bound: " + bad);
+        Fail(ra, "bound: " + bad);
+      }
     }
     Finish(r, Micros(agent), Micros(bound));
     emit(r);
+    Finish(ra, Micros(agent_async), Micros(bound));
+    emit(ra);
+
+    // What a non-blocking communicator (the agent's kind) costs in NCCL
+    // itself, against the blocking one of the bound, in the same run.
+    if (bound_ready) {
+      DeviceBuffer src(dev, bytes), dst(dev, bytes);
+      dev.CopyToDevice(src.get(), in.data(), bytes, s);
+      const auto nb = Times(
+          plan.warmups, plan.latency_iters, [&] { dev.Fill(dst.get(), kPoison, bytes, s); },
+          [&] { return dev.TimedAllReduceNonBlocking(src.get(), dst.get(), count, s); });
+      if (!nb.empty()) {  // empty: the device has no non-blocking communicator
+        Row m;
+        m.kind = "nccl-mode";
+        m.bytes = bytes;
+        m.unit = kMicros;
+        m.name = "bare NCCL " + SizeText(bytes) + ", non-blocking comm";
+        m.bound_what = "the same on a blocking comm (the bound above)";
+        const std::string bad = CompareBytes(Bytes(Download(dev, dst.get(), count, s)), Bytes(in));
+        if (!bad.empty()) Fail(m, "non-blocking: " + bad);
+        Finish(m, Micros(nb), Micros(bound));
+        emit(m);
+      }
+    }
   }
 }
 

@@ -47,6 +47,10 @@ class BenchDevice {
   virtual std::string StartAllReduceBound() = 0;
   // A one-rank out-of-place ncclAllReduce of float32 with ncclAvg.
   virtual double TimedAllReduce(const void* src, void* dst, size_t count, void* stream) = 0;
+  // The same on a non-blocking communicator (config.blocking = 0, as the
+  // agent's), polled with ncclCommGetAsyncError until enqueued: what that
+  // mode costs a call in NCCL itself. Negative where there is none.
+  virtual double TimedAllReduceNonBlocking(const void*, void*, size_t, void*) { return -1; }
   // "NCCL 2.28.9 (path)", once StartAllReduceBound succeeded.
   virtual std::string BoundLibrary() = 0;
 };

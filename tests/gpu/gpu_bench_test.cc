@@ -208,8 +208,9 @@ class BenchOnFake : public ::testing::Test {
 TEST_F(BenchOnFake, EveryFigureIsMadeThroughTheAgentAndChecked) {
   FakeBenchDevice dev(ringmaster::fake::Api());
   const auto rows = Run(dev);
-  ASSERT_EQ(rows.size(), 6u);
-  const char* kinds[] = {"pack", "pack", "latency", "latency", "staging", "staging"};
+  ASSERT_EQ(rows.size(), 8u);
+  const char* kinds[] = {"pack",    "pack",          "latency", "latency-async",
+                         "latency", "latency-async", "staging", "staging"};
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     EXPECT_EQ(r.kind, kinds[i]);
@@ -223,11 +224,12 @@ TEST_F(BenchOnFake, EveryFigureIsMadeThroughTheAgentAndChecked) {
   EXPECT_EQ(rows[1].tensors, 4);
   EXPECT_EQ(rows[2].bytes, 4u);
   EXPECT_EQ(rows[2].unit, kMicros);
-  EXPECT_EQ(rows[4].members, 3);
-  EXPECT_EQ(rows[5].bytes, 256u << 10);
+  EXPECT_EQ(rows[3].bytes, 4u);
+  EXPECT_EQ(rows[6].members, 3);
+  EXPECT_EQ(rows[7].bytes, 256u << 10);
   // The agent did the work: NCCL for packing and latency, host staging through pinned buffers.
   const auto st = ringmaster::fake::GetStats();
-  EXPECT_GE(st.allreduces, 2 * (1 + 3) + 2 * (1 + 4));
+  EXPECT_GE(st.allreduces, 2 * (1 + 3) + 2 * 2 * (1 + 4));
   EXPECT_GT(st.host_allocs, 0);
   EXPECT_GT(st.events_created, 0) << "the agent recorded no event on the tensors' stream";
   EXPECT_EQ(ExitCode(rows), 0);
@@ -238,7 +240,7 @@ TEST_F(BenchOnFake, AWrongByteInTheAgentsOutputFailsItsCaseByName) {
   dev.corrupt_download = 0;  // the first check: the packed 4 KiB tensors
   dev.corrupt_byte = 4096 + 3;
   const auto rows = Run(dev, false);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0].check.rfind("ringmaster: 1 of " + std::to_string(64 * (4096 + 256)) +
                                     " bytes differ; first: the gap after tensors[0] (its byte 3) is 0x",
                                 0),
@@ -262,10 +264,12 @@ TEST_F(BenchOnFake, WithoutTheAgentsNcclTheLatencyRowsFailNamingWhy) {
   FakeBenchDevice dev(ringmaster::fake::Api());
   dev.bound_error = "the agent has not loaded libnccl.so.2";
   const auto rows = Run(dev, false);
-  ASSERT_EQ(rows.size(), 4u);
+  ASSERT_EQ(rows.size(), 6u);
   EXPECT_EQ(rows[0].check, "ok");
-  EXPECT_EQ(rows[2].check, "bound: the agent has not loaded libnccl.so.2");
-  EXPECT_TRUE(std::isnan(rows[2].ratio));
+  for (size_t i : {2, 3, 4, 5}) {  // both latency rows of both sizes
+    EXPECT_EQ(rows[i].check, "bound: the agent has not loaded libnccl.so.2") << rows[i].name;
+    EXPECT_TRUE(std::isnan(rows[i].ratio)) << rows[i].name;
+  }
   EXPECT_EQ(ExitCode(rows), 1);
 }
 
