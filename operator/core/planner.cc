@@ -34,6 +34,21 @@ Condition* NewFailureCondition(const JobStatus& old_status, Decision& d) {
   return nullptr;
 }
 
+// A job that had ended before this look: its end event, told again while it
+// is recent. The operator that wrote the end may have been killed before its
+// event was posted; told again under the same name (JobEvent::once), it
+// exists once whoever tells it. Past kRetellEndFor (about an Event's life in
+// the API server, an hour by default) it is left alone.
+constexpr int64_t kRetellEndFor = 3000;
+void RetellEnd(const JobStatus& old_status, int64_t now, Decision& d) {
+  if (!old_status.Finished()) return;
+  const bool failed = old_status.Is(ConditionType::kFailed);
+  const Condition* c = old_status.Find(failed ? ConditionType::kFailed : ConditionType::kSucceeded);
+  const int64_t ended = old_status.completion_time.value_or(c->last_transition_time);
+  if (now - ended > kRetellEndFor) return;
+  d.events.push_back({failed, c->reason, c->message, /*once=*/true});
+}
+
 bool HasFinalizer(const json& pod, std::string_view finalizer) {
   const json& meta = pod["metadata"];
   auto it = meta.find("finalizers");
@@ -89,6 +104,7 @@ Plan PlanReplicas(const PlanKind& kind, const json& job_obj, const std::vector<j
   const JobStatus old_status = kind.OldStatus();
   Decision d = Reconcile(job, old_status, observed, now);
   AddVerdict(old_status, failures, d);
+  RetellEnd(old_status, now, d);
 
   Plan plan;
   plan.requeue_after_seconds = d.requeue_after_seconds;

@@ -32,39 +32,53 @@ void EventRecorder::Stop(std::chrono::milliseconds grace) {
   if (thread_.joinable()) thread_.join();
 }
 
-void EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
-                           bool warning, const std::string& reason, const std::string& message) {
+bool EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
+                           bool warning, const std::string& reason, const std::string& message, bool once) {
   const std::string ns = MetadataString(involved, "namespace");
   const int64_t now = NowSeconds();
   const std::string ts = FormatRfc3339(now);
-  json ev = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata",
-       {{"name", MetadataString(involved, "name") + "." + std::to_string(now) + "." + std::to_string(seq_++)},
-        {"namespace", ns}}},
-      {"involvedObject",
-       {{"apiVersion", api_version},
-        {"kind", kind},
-        {"name", MetadataString(involved, "name")},
-        {"namespace", ns},
-        {"uid", MetadataString(involved, "uid")},
-        {"resourceVersion", MetadataString(involved, "resourceVersion")}}},
-      {"reason", reason},
-      {"message", message},
-      {"type", warning ? "Warning" : "Normal"},
-      {"source", {{"component", "ringmaster-operator"}}},
-      {"firstTimestamp", ts},
-      {"lastTimestamp", ts},
-      {"count", 1}};
+  const std::string object = MetadataString(involved, "name");
+  const std::string uid = MetadataString(involved, "uid");
+  // Names are at most 253 characters: the object's part is cut to leave
+  // room for the uid (36).
+  const std::string name = once ? object.substr(0, 200) + ".end" + (uid.empty() ? "" : "." + uid)
+                                : object + "." + std::to_string(now) + "." + std::to_string(seq_++);
+  json ev = {{"apiVersion", "v1"},
+             {"kind", "Event"},
+             {"metadata", {{"name", name}, {"namespace", ns}}},
+             {"involvedObject",
+              {{"apiVersion", api_version},
+               {"kind", kind},
+               {"name", MetadataString(involved, "name")},
+               {"namespace", ns},
+               {"uid", MetadataString(involved, "uid")},
+               {"resourceVersion", MetadataString(involved, "resourceVersion")}}},
+             {"reason", reason},
+             {"message", message},
+             {"type", warning ? "Warning" : "Normal"},
+             {"source", {{"component", "ringmaster-operator"}}},
+             {"firstTimestamp", ts},
+             {"lastTimestamp", ts},
+             {"count", 1}};
+  const std::string key = ns + "/" + name;
   std::lock_guard<std::mutex> lock(mu_);
+  if (once && once_known_.count(key)) return false;
   if (stop_ || queue_.size() >= capacity_) {
     ++dropped_;
     LogWarning("event dropped: queue full", {{"reason", reason}});
-    return;
+    return false;
   }
-  queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0});
+  if (once) {
+    once_known_.insert(key);
+    once_order_.push_back(key);
+    if (once_order_.size() > kOnceKept) {
+      once_known_.erase(once_order_.front());
+      once_order_.pop_front();
+    }
+  }
+  queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0, once});
   cv_.notify_one();
+  return true;
 }
 
 void EventRecorder::Run() {
@@ -95,6 +109,8 @@ void EventRecorder::Run() {
       LogWarning("event not recorded", {{"reason", ev["reason"]},
                                         {"attempts", front.attempts},
                                         {"error", resp.ok() ? resp->Message() : resp.status().ToString()}});
+      // Not recorded: a later telling of it may be.
+      if (front.once) once_known_.erase(ns + "/" + ev["metadata"]["name"].get<std::string>());
     }
     queue_.pop_front();
   }

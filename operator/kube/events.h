@@ -12,6 +12,8 @@
 #include <deque>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "client.h"
@@ -26,8 +28,12 @@ class EventRecorder {
   // Sends what is queued for up to `grace`, then stops.
   void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
   // `involved` is the object the event is about (its apiVersion is given).
-  void Record(const nlohmann::json& involved, const std::string& api_version, const std::string& kind,
-              bool warning, const std::string& reason, const std::string& message);
+  // `once`: the one event of its kind for that object (a job's end), named
+  // for the object's uid ("<name>.end.<uid>"): queued only if this recorder
+  // has not queued or delivered it already, and a repeat POST of another
+  // recorder's is answered 409, delivered. Returns whether it was queued.
+  bool Record(const nlohmann::json& involved, const std::string& api_version, const std::string& kind,
+              bool warning, const std::string& reason, const std::string& message, bool once = false);
   uint64_t dropped() const { return dropped_; }
 
  private:
@@ -35,7 +41,12 @@ class EventRecorder {
     nlohmann::json event;
     std::chrono::steady_clock::time_point recorded;
     int attempts = 0;
+    bool once = false;
   };
+  // Once-events queued or delivered, the oldest forgotten past kOnceKept.
+  static constexpr size_t kOnceKept = 4096;
+  std::set<std::string> once_known_;
+  std::deque<std::string> once_order_;
   void Run();
   KubeClient& client_;
   size_t capacity_;

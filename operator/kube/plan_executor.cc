@@ -85,7 +85,7 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         RM_RETURN_IF_ERROR(WriteStatus(key, idx, job, plan));
         break;
       case ApiActionKind::kRecordEvents:
-        for (const auto& e : plan.events) RecordEvent(job, e.warning, e.reason, e.message);
+        for (const auto& e : plan.events) RecordEvent(job, e.warning, e.reason, e.message, e.once);
         break;
       case ApiActionKind::kCreateKeySecret: {
         auto bytes = NewJobKey();
@@ -228,9 +228,12 @@ bool Controller::CreateOwned(const json& job, const std::string& collection, con
 }
 
 void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,
-                             const std::string& message) {
+                             const std::string& message, bool once) {
   const JobKind& k = options_.kind;
-  recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message);
+  // A once-event told again (a job's end, at each look while recent) that
+  // this recorder has already: nothing to say.
+  if (!recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message, once) && once)
+    return;
   (warning ? LogWarning : LogInfo)(
       message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},
                 {"reason", reason}});

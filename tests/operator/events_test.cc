@@ -1,7 +1,9 @@
 // The event recorder against a fake API server on 127.0.0.1 (loopback
 // only): an API server that answers 503 (restarting) gets the same event
 // again until it takes it; one that refuses an event (403) drops it alone,
-// and the events queued behind either keep their order.
+// and the events queued behind either keep their order. A job's end (a
+// once-event) is posted once per recorder under a name of the job's uid, so
+// a second recorder's (a new leader's) is answered 409.
 #include "events.h"
 
 #include <CivetServer.h>
@@ -113,6 +115,39 @@ TEST(EventRecorder, AnEventTheServerRefusesIsDroppedAloneAndOnce) {
   EXPECT_EQ(d.posts[0]["reason"], "JobRestarting");
   EXPECT_EQ(d.posts[1]["reason"], "JobSucceeded");
   EXPECT_EQ(d.dropped, 1u);
+}
+
+TEST(EventRecorder, AJobsEndIsOneEventWhoeverTellsItAndHowOften) {
+  // 201 for the first leader's; the second leader's POST of the same name
+  // is what the API server answers for a name that exists: 409.
+  FakeEvents fake({201, 409});
+  fake.Start();
+  auto client = LoopbackClient(fake.port());
+  ASSERT_NE(client, nullptr);
+  {
+    EventRecorder first(*client);
+    first.Start();
+    EXPECT_TRUE(first.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded", "done",
+                             /*once=*/true));
+    // Told again at the next looks: nothing more is queued.
+    for (int i = 0; i < 5; ++i)
+      EXPECT_FALSE(first.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded",
+                                "done",
+                                /*once=*/true));
+    fake.AwaitPosts(1);
+    first.Stop();
+  }
+  EventRecorder second(*client);  // the next leader, after the first was killed
+  second.Start();
+  EXPECT_TRUE(second.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded", "done",
+                            /*once=*/true));
+  const auto posts = fake.AwaitPosts(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  second.Stop();
+  ASSERT_EQ(fake.Posts().size(), 2u);
+  EXPECT_EQ(posts[0]["metadata"]["name"], "j.end.u-1");
+  EXPECT_EQ(posts[1]["metadata"]["name"], "j.end.u-1");
+  EXPECT_EQ(second.dropped(), 0u);  // 409: it exists, delivered
 }
 
 }  // namespace

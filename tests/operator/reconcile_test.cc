@@ -86,8 +86,16 @@ TEST(PlanOrder, TheTtlWritesTheStatusBeforeTheJobIsDeleted) {
   const Plan done = PlanJob(job, pods, &svc, {}, kNow, {});
   EXPECT_EQ(Shape(done), (std::vector<std::string>{"stop: write-status", "continue: record-events",
                                                    "continue: delete-pod delete-pod"}));
+  // The end is told again (a once-event: one Event whoever tells it).
   const Plan ttl = PlanJob(WithStatus(job, done), {}, &svc, {}, kNow + 31, {});
-  EXPECT_EQ(Shape(ttl), (std::vector<std::string>{"stop: write-status", "continue: delete-job"}));
+  EXPECT_EQ(Shape(ttl), (std::vector<std::string>{"stop: write-status", "continue: record-events",
+                                                  "continue: delete-job"}));
+  ASSERT_EQ(ttl.events.size(), 1u);
+  EXPECT_TRUE(ttl.events[0].once);
+  EXPECT_EQ(ttl.events[0].reason, "JobSucceeded");
+  // Long after the end (an Event's life in the API server), it is not.
+  const Plan late = PlanJob(WithStatus(job, done), {}, &svc, {}, kNow + 4000, {});
+  EXPECT_TRUE(late.events.empty());
 }
 
 TEST(PlanOrder, WithoutDeletionsTheStatusComesLastAndItsEventsAfterIt) {

@@ -110,6 +110,10 @@ struct JobEvent {
   bool warning = false;
   std::string reason;
   std::string message;
+  // The job's end: one such event per job. The operator names it for the
+  // job (its uid), so a repeat (told again by a new leader) is refused by
+  // the API server as one that exists.
+  bool once = false;
 };
 
 struct Decision {
