@@ -47,6 +47,16 @@ bool JobStatus::Is(ConditionType t) const {
   return c && c->status;
 }
 
+namespace {
+
+// The Recovering event's words: `names` replaced alone at restart `restarts`.
+std::string RecoveringWhy(const std::string& names, int restarts, const std::optional<int>& limit) {
+  return "replacing " + names + " alone; the others recover in place (restart " + std::to_string(restarts) +
+         (limit ? " of backoffLimit " + std::to_string(*limit) : std::string()) + ")";
+}
+
+}  // namespace
+
 Decision Reconcile(const DistributedJob& job, const JobStatus& status,
                    const std::vector<ReplicaObservation>& observed, int64_t now) {
   Decision d;
@@ -230,9 +240,16 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       if (restart && !alone) {
         if (auto c = s.counted_failures.find(key); c != s.counted_failures.end() && c->second == o.uid) {
           // Counted by the status already (whoever wrote it stopped before
-          // removing the pod): remove it, count nothing.
+          // removing the pod): remove it, count nothing, and tell its event
+          // again under its name (the one told may not have been posted).
           d.actions.push_back({ActionKind::kRestart, key});
           all_running = false;
+          const std::string once = "restart." + o.uid;
+          if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
+            d.events.push_back({true, "Recovering", RecoveringWhy(Describe(key), restarts, limit), once});
+          } else {
+            d.events.push_back({true, "JobRestarting", "restarting " + Describe(key), once});
+          }
         } else {
           restarts_wanted.push_back({ActionKind::kRestart, key});
         }
@@ -286,19 +303,22 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       if (const std::string& uid = by_key.at(a.key)->uid; !uid.empty()) s.counted_failures[a.key] = uid;
     }
     const std::string names = JoinList(restarts_wanted, [](const auto& a) { return Describe(a.key); });
+    // One failure's event is a once-event of that pod: an operator that
+    // takes over before the pod is gone tells it again under the same name
+    // (above), and the API server keeps one.
+    const std::string& uid = by_key.at(restarts_wanted.front().key)->uid;
+    const std::string once = restarts_wanted.size() == 1 && !uid.empty() ? "restart." + uid : "";
     if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
       // From its latest failure: its newest incarnation is what the others wait for.
       for (const auto& a : restarts_wanted) s.replacements[a.key] = now;
-      const std::string why = "replacing " + names + " alone; the others recover in place (restart " +
-                              std::to_string(restarts) +
-                              (limit ? " of backoffLimit " + std::to_string(*limit) : std::string()) + ")";
+      const std::string why = RecoveringWhy(names, restarts, limit);
       SetExclusive(s, ConditionType::kRecovering, "RecoveringInPlace", why, now,
                    {ConditionType::kRunning, ConditionType::kRestarting});
-      d.events.push_back({true, "Recovering", why});
+      d.events.push_back({true, "Recovering", why, once});
     } else {
       SetExclusive(s, ConditionType::kRestarting, "JobRestarting", "restarting " + names, now,
                    {ConditionType::kRunning});
-      d.events.push_back({true, "JobRestarting", "restarting " + names});
+      d.events.push_back({true, "JobRestarting", "restarting " + names, once});
     }
     d.actions.insert(d.actions.end(), restarts_wanted.begin(), restarts_wanted.end());
     all_running = false;

@@ -155,7 +155,7 @@ void Finish(Decision& d, ConditionType type, const std::string& reason, const st
                 ConditionType::kRecovering});
   d.status.completion_time = now;
   d.status.replacements.clear();
-  d.events.push_back({type == ConditionType::kFailed, reason, message, /*once=*/true});
+  d.events.push_back({type == ConditionType::kFailed, reason, message, /*once=*/"end"});
 }
 
 // After the end: stop what cleanPodPolicy says, delete the job once its TTL is up.

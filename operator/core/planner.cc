@@ -46,7 +46,7 @@ void RetellEnd(const JobStatus& old_status, int64_t now, Decision& d) {
   const Condition* c = old_status.Find(failed ? ConditionType::kFailed : ConditionType::kSucceeded);
   const int64_t ended = old_status.completion_time.value_or(c->last_transition_time);
   if (now - ended > kRetellEndFor) return;
-  d.events.push_back({failed, c->reason, c->message, /*once=*/true});
+  d.events.push_back({failed, c->reason, c->message, /*once=*/"end"});
 }
 
 bool HasFinalizer(const json& pod, std::string_view finalizer) {

@@ -119,7 +119,8 @@ std::vector<JobEvent> TfJobEvents(const TfJob& tfjob, std::vector<JobEvent> even
 // a Normal event for a pod whose container ended. training-operator writes
 // it on every reconcile that sees the ended pod; here it is written once,
 // when the exit is acted on: the pod is restarted, or the job finishes with
-// it (both happen once per exit).
+// it (both happen once per exit; a once-event of the pod, so that a new
+// leader's telling of a restart it finds half done is the same Event).
 void AddExitEvents(const json& obj, const TfJob& tfjob, const std::vector<ReplicaObservation>& observed,
                    const Decision& d, const JobStatus& old_status, std::vector<JobEvent>& events) {
   std::set<ReplicaKey> restarted;
@@ -133,7 +134,8 @@ void AddExitEvents(const json& obj, const TfJob& tfjob, const std::vector<Replic
     if (!ended || !(finishing || restarted.count(o.key))) continue;
     events.push_back({false, "ExitedWithCode",
                       "Pod: " + ns + "." + TfJobReplicaName(tfjob, o.key.type, o.key.index) +
-                          " exited with code " + std::to_string(o.exit_code)});
+                          " exited with code " + std::to_string(o.exit_code),
+                      o.uid.empty() ? "" : "exit." + o.uid});
   }
 }
 

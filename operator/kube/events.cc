@@ -33,16 +33,17 @@ void EventRecorder::Stop(std::chrono::milliseconds grace) {
 }
 
 bool EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
-                           bool warning, const std::string& reason, const std::string& message, bool once) {
+                           bool warning, const std::string& reason, const std::string& message,
+                           const std::string& once) {
   const std::string ns = MetadataString(involved, "namespace");
   const int64_t now = NowSeconds();
   const std::string ts = FormatRfc3339(now);
   const std::string object = MetadataString(involved, "name");
   const std::string uid = MetadataString(involved, "uid");
   // Names are at most 253 characters: the object's part is cut to leave
-  // room for the uid (36).
-  const std::string name = once ? object.substr(0, 200) + ".end" + (uid.empty() ? "" : "." + uid)
-                                : object + "." + std::to_string(now) + "." + std::to_string(seq_++);
+  // room for the key (a pod's uid in it) and the object's uid (36 each).
+  const std::string name = !once.empty() ? object.substr(0, 150) + "." + once + (uid.empty() ? "" : "." + uid)
+                                         : object + "." + std::to_string(now) + "." + std::to_string(seq_++);
   json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
              {"metadata", {{"name", name}, {"namespace", ns}}},
@@ -62,13 +63,13 @@ bool EventRecorder::Record(const json& involved, const std::string& api_version,
              {"count", 1}};
   const std::string key = ns + "/" + name;
   std::lock_guard<std::mutex> lock(mu_);
-  if (once && once_known_.count(key)) return false;
+  if (!once.empty() && once_known_.count(key)) return false;
   if (stop_ || queue_.size() >= capacity_) {
     ++dropped_;
     LogWarning("event dropped: queue full", {{"reason", reason}});
     return false;
   }
-  if (once) {
+  if (!once.empty()) {
     once_known_.insert(key);
     once_order_.push_back(key);
     if (once_order_.size() > kOnceKept) {
@@ -76,7 +77,7 @@ bool EventRecorder::Record(const json& involved, const std::string& api_version,
       once_order_.pop_front();
     }
   }
-  queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0, once});
+  queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0, !once.empty()});
   cv_.notify_one();
   return true;
 }

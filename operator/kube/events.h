@@ -28,12 +28,14 @@ class EventRecorder {
   // Sends what is queued for up to `grace`, then stops.
   void Stop(std::chrono::milliseconds grace = std::chrono::milliseconds(2000));
   // `involved` is the object the event is about (its apiVersion is given).
-  // `once`: the one event of its kind for that object (a job's end), named
-  // for the object's uid ("<name>.end.<uid>"): queued only if this recorder
-  // has not queued or delivered it already, and a repeat POST of another
+  // `once` (not empty): the one event under that key for the object
+  // (JobEvent::once: "end", "restart.<pod uid>"), named for the key and the
+  // object's uid ("<name>.<once>.<uid>"): queued only if this recorder has
+  // not queued or delivered it already, and a repeat POST of another
   // recorder's is answered 409, delivered. Returns whether it was queued.
   bool Record(const nlohmann::json& involved, const std::string& api_version, const std::string& kind,
-              bool warning, const std::string& reason, const std::string& message, bool once = false);
+              bool warning, const std::string& reason, const std::string& message,
+              const std::string& once = "");
   uint64_t dropped() const { return dropped_; }
 
  private:
@@ -41,7 +43,7 @@ class EventRecorder {
     nlohmann::json event;
     std::chrono::steady_clock::time_point recorded;
     int attempts = 0;
-    bool once = false;
+    bool once = false;  // named by its once key
   };
   // Once-events queued or delivered, the oldest forgotten past kOnceKept.
   static constexpr size_t kOnceKept = 4096;

@@ -228,11 +228,12 @@ bool Controller::CreateOwned(const json& job, const std::string& collection, con
 }
 
 void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,
-                             const std::string& message, bool once) {
+                             const std::string& message, const std::string& once) {
   const JobKind& k = options_.kind;
   // A once-event told again (a job's end, at each look while recent) that
   // this recorder has already: nothing to say.
-  if (!recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message, once) && once)
+  if (!recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message, once) &&
+      !once.empty())
     return;
   (warning ? LogWarning : LogInfo)(
       message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},

@@ -128,19 +128,19 @@ TEST(EventRecorder, AJobsEndIsOneEventWhoeverTellsItAndHowOften) {
     EventRecorder first(*client);
     first.Start();
     EXPECT_TRUE(first.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded", "done",
-                             /*once=*/true));
+                             /*once=*/"end"));
     // Told again at the next looks: nothing more is queued.
     for (int i = 0; i < 5; ++i)
       EXPECT_FALSE(first.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded",
                                 "done",
-                                /*once=*/true));
+                                /*once=*/"end"));
     fake.AwaitPosts(1);
     first.Stop();
   }
   EventRecorder second(*client);  // the next leader, after the first was killed
   second.Start();
   EXPECT_TRUE(second.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", false, "JobSucceeded", "done",
-                            /*once=*/true));
+                            /*once=*/"end"));
   const auto posts = fake.AwaitPosts(2);
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   second.Stop();

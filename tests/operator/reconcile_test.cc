@@ -77,6 +77,29 @@ TEST(PlanOrder, ARestartWritesTheStatusBeforeItDeletesTheEvidence) {
                                                 "continue: delete-pod"}));
 }
 
+TEST(PlanOrder, ALeaderThatTakesOverMidRestartTellsTheSameRestartEvent) {
+  // The first leader counts worker 1's exit and is killed before deleting
+  // its pod; the next one sees the same pod (its uid): it deletes it,
+  // counts nothing, and tells the restart's event under the same name.
+  json job = QuickstartObject();
+  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
+  job["spec"]["runPolicy"]["backoffLimit"] = 5;
+  auto pods = AllPods(job, "Running");
+  pods[2] = PodWithPhase(pods[2], "Failed", 137);
+  pods[2]["metadata"]["uid"] = "pod-uid-2";
+  const json svc = json::object();
+  const Plan first = PlanJob(job, pods, &svc, {}, kNow, {});
+  ASSERT_EQ(first.events.size(), 1u);
+  EXPECT_EQ(first.events[0].reason, "JobRestarting");
+  EXPECT_EQ(first.events[0].once, "restart.pod-uid-2");
+  const Plan next = PlanJob(WithStatus(job, first), pods, &svc, {}, kNow + 1, {});
+  ASSERT_EQ(next.events.size(), 1u);
+  EXPECT_EQ(next.events[0].reason, "JobRestarting");
+  EXPECT_EQ(next.events[0].once, first.events[0].once);
+  const json status = next.status.value_or(WithStatus(job, first)["status"]);
+  EXPECT_EQ(status.value("restartCount", -1), 1) << "counted again";
+}
+
 TEST(PlanOrder, TheTtlWritesTheStatusBeforeTheJobIsDeleted) {
   json job = QuickstartObject();
   job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 30;
@@ -91,7 +114,7 @@ TEST(PlanOrder, TheTtlWritesTheStatusBeforeTheJobIsDeleted) {
   EXPECT_EQ(Shape(ttl), (std::vector<std::string>{"stop: write-status", "continue: record-events",
                                                   "continue: delete-job"}));
   ASSERT_EQ(ttl.events.size(), 1u);
-  EXPECT_TRUE(ttl.events[0].once);
+  EXPECT_EQ(ttl.events[0].once, "end");
   EXPECT_EQ(ttl.events[0].reason, "JobSucceeded");
   // Long after the end (an Event's life in the API server), it is not.
   const Plan late = PlanJob(WithStatus(job, done), {}, &svc, {}, kNow + 4000, {});

@@ -110,10 +110,12 @@ struct JobEvent {
   bool warning = false;
   std::string reason;
   std::string message;
-  // The job's end: one such event per job. The operator names it for the
-  // job (its uid), so a repeat (told again by a new leader) is refused by
+  // Empty: an event of its own at each telling. Else the event happens once
+  // per job under this key ("end": the job's end; "restart.<pod uid>": that
+  // pod's failure acted on), and the operator names it after the key and
+  // the job's uid, so a repeat (told again by a new leader) is refused by
   // the API server as one that exists.
-  bool once = false;
+  std::string once;
 };
 
 struct Decision {
