@@ -151,6 +151,7 @@ StatusOr<std::vector<Op>> CudaGpuBackend::AllReduceOps(std::span<const Tensor> t
   for (size_t l = 0; l < split->devices.size(); ++l) {
     RM_RETURN_IF_ERROR(Cuda(guard.Set(split->devices[l]), "cudaSetDevice"));
     auto& seen = plan->caller_streams[l];
+    plan->views[l].reserve(split->per_device[l].size());
     for (size_t i : split->per_device[l]) {
       plan->views[l].push_back(tensors[i]);
       auto s = static_cast<cudaStream_t>(tensors[i].stream);

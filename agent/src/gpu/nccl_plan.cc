@@ -112,6 +112,7 @@ Status CheckDeviceOverlaps(std::span<const Tensor> tensors, std::span<const size
     bool output;
   };
   std::vector<Span> spans;
+  spans.reserve(indices.size());
   for (size_t i : indices) {
     const Tensor& t = tensors[i];
     const size_t n = t.bytes();
@@ -123,7 +124,10 @@ Status CheckDeviceOverlaps(std::span<const Tensor> tensors, std::span<const size
       spans.push_back({in, in + n, i, false});
     }
   }
-  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // Tensors carved from one buffer in order (a framework's allocator, a
+  // model's parameters) come sorted already: checked in one pass.
+  const auto by_begin = [](const Span& a, const Span& b) { return a.begin < b.begin; };
+  if (!std::is_sorted(spans.begin(), spans.end(), by_begin)) std::sort(spans.begin(), spans.end(), by_begin);
   // Sweep: the open span reaching furthest, of outputs and of inputs alike.
   const Span* far_out = nullptr;
   const Span* far_any = nullptr;
@@ -168,10 +172,10 @@ StatusOr<DeviceSplit> SplitByDevice(std::span<const Tensor> tensors,
   }
   if (first_dev < 0) return s;
   s.device = true;
+  // The distinct GPUs, few however many tensors: each looked up among them.
   for (int d : dev)
-    if (d >= 0) s.devices.push_back(d);
+    if (d >= 0 && std::find(s.devices.begin(), s.devices.end(), d) == s.devices.end()) s.devices.push_back(d);
   std::sort(s.devices.begin(), s.devices.end());
-  s.devices.erase(std::unique(s.devices.begin(), s.devices.end()), s.devices.end());
   s.per_device.resize(s.devices.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (dev[i] < 0) continue;
