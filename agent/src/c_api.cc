@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "c_api_internal.h"
+#include "collectives/collectives.h"
+#include "collectives/kernels.h"
 #include "ringmaster/communicator.h"
 #include "ringmaster/ringmaster.h"
 
@@ -289,6 +291,38 @@ int rm_barrier(rm_communicator* comm, const rm_options* options) {
   auto opts = ToOptions(options);
   if (!opts.ok()) return Report(opts.status());
   return Report(comm->comm->Barrier(*opts));
+}
+
+namespace {
+
+// rm_reduce_local's and rm_divide_local's arguments.
+ringmaster::Status CheckLocal(ringmaster::DataType d, const void* data, int64_t count) {
+  using namespace ringmaster::internal;
+  RM_RETURN_IF_ERROR(CheckDType(d, "dtype"));
+  const ringmaster::Tensor t{const_cast<void*>(data), count, d};
+  RM_RETURN_IF_ERROR(CheckReducible("local reduction", {&t, 1}));
+  if (count < 0) return ringmaster::InvalidArgumentError("count must be >= 0");
+  if (count > 0 && !data) return ringmaster::InvalidArgumentError("data is NULL");
+  return ringmaster::OkStatus();
+}
+
+}  // namespace
+
+int rm_reduce_local(rm_dtype dtype, rm_reduce_op op, void* inout, const void* in, int64_t count) {
+  const auto d = static_cast<ringmaster::DataType>(dtype);
+  const auto o = static_cast<ringmaster::ReduceOp>(op);
+  if (auto st = ringmaster::internal::CheckOp(o); !st.ok()) return Report(st);
+  if (auto st = CheckLocal(d, inout && in ? inout : nullptr, count); !st.ok()) return Report(st);
+  if (count > 0) ringmaster::internal::ReduceInto(d, o, inout, in, static_cast<size_t>(count));
+  return Report(ringmaster::OkStatus());
+}
+
+int rm_divide_local(rm_dtype dtype, void* data, int64_t count, int64_t n) {
+  const auto d = static_cast<ringmaster::DataType>(dtype);
+  if (auto st = CheckLocal(d, data, count); !st.ok()) return Report(st);
+  if (n <= 0) return Report(ringmaster::InvalidArgumentError("n must be > 0"));
+  if (count > 0) ringmaster::internal::DivideBy(d, data, static_cast<size_t>(count), n);
+  return Report(ringmaster::OkStatus());
 }
 
 int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, const int64_t* shape, int ndims,

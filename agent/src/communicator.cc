@@ -63,11 +63,11 @@ CollectiveHandle Communicator::AllReduceAsync(std::span<const Tensor> tensors, R
 }
 Status Communicator::Broadcast(std::span<const Tensor> tensors, int root,
                                const CommunicationOptions& options) {
-  return impl_->BroadcastAsync(tensors, root, options).Wait();
+  return impl_->BroadcastAsync(tensors, root, options, /*sync=*/true).Wait();
 }
 Status Communicator::AllGather(const Tensor& input, const Tensor& output,
                                const CommunicationOptions& options) {
-  return impl_->AllGatherAsync(input, output, options).Wait();
+  return impl_->AllGatherAsync(input, output, options, /*sync=*/true).Wait();
 }
 Status Communicator::AllGatherV(const Tensor& input, std::span<const int64_t> counts, const Tensor& output,
                                 const CommunicationOptions& options) {

@@ -108,7 +108,7 @@ CollectiveHandle CommunicatorImpl::AllReduceAsync(std::span<const Tensor> tensor
 }
 
 CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensors, int root,
-                                                  const CommunicationOptions& o) {
+                                                  const CommunicationOptions& o, bool sync) {
   if (root < 0 || root >= size_) {
     return Executor::Failed(InvalidArgumentError("root: " + std::to_string(root) +
                                                  " is not a rank of the group (size " +
@@ -118,11 +118,11 @@ CollectiveHandle CommunicatorImpl::BroadcastAsync(std::span<const Tensor> tensor
   if (!merged.ok()) return Executor::Failed(merged.status());
   auto ops = BroadcastOps(tensors, root);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
-  return Submit(executor(), std::move(ops), *merged, "broadcast from " + names_[root]);
+  return Submit(executor(), std::move(ops), *merged, "broadcast from " + names_[root], sync);
 }
 
 CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor& out,
-                                                  const CommunicationOptions& o) {
+                                                  const CommunicationOptions& o, bool sync) {
   Tensor both[2] = {in, out};
   auto merged = Resolve(o, both);
   if (!merged.ok()) return Executor::Failed(merged.status());
@@ -135,7 +135,7 @@ CollectiveHandle CommunicatorImpl::AllGatherAsync(const Tensor& in, const Tensor
   }
   auto ops = AllGatherOps(in, out, rank_);
   for (auto& op : ops) op.info.timeout_s = merged->EffectiveTimeout().value_or(0);
-  return Submit(executor(), std::move(ops), *merged, "all-gather");
+  return Submit(executor(), std::move(ops), *merged, "all-gather", sync);
 }
 
 CollectiveHandle CommunicatorImpl::BarrierAsync(const CommunicationOptions& o, bool sync) {

@@ -79,8 +79,10 @@ class CommunicatorImpl {
   // sync: the caller waits for the handle at once (see Executor::Submit).
   CollectiveHandle AllReduceAsync(std::span<const Tensor> tensors, ReduceOp op, const CommunicationOptions& o,
                                   bool sync = false);
-  CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o);
-  CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o);
+  CollectiveHandle BroadcastAsync(std::span<const Tensor> tensors, int root, const CommunicationOptions& o,
+                                  bool sync = false);
+  CollectiveHandle AllGatherAsync(const Tensor& in, const Tensor& out, const CommunicationOptions& o,
+                                  bool sync = false);
   CollectiveHandle BarrierAsync(const CommunicationOptions& o, bool sync = false);
   // strategy.reduce (see Communicator::Reduce): with an axis, reduced along
   // it first; MEAN over the global element count along it.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <future>
+#include <string>
 
 #include "group_util.h"
 #include "ringmaster/ringmaster.h"
@@ -58,6 +59,34 @@ TEST(CApi, TaskNamesHealthDefaultAndCallbacks) {
   // Destroying the default clears it: nobody is left with a dangling one.
   rm_communicator_destroy(c);
   EXPECT_EQ(rm_default_communicator(), nullptr);
+}
+
+// The local reduction (no group): the engine's loops, argument checks
+// naming the field, and MEAN finished by rm_divide_local.
+TEST(CApi, LocalReduction) {
+  float a[3] = {1, 5, -2}, b[3] = {4, 2, 7};
+  ASSERT_EQ(rm_reduce_local(RM_FLOAT32, RM_SUM, a, b, 3), RM_OK) << rm_last_error();
+  EXPECT_EQ(a[0], 5);
+  EXPECT_EQ(a[1], 7);
+  EXPECT_EQ(a[2], 5);
+  ASSERT_EQ(rm_reduce_local(RM_FLOAT32, RM_MIN, a, b, 3), RM_OK);
+  EXPECT_EQ(a[0], 4);
+  EXPECT_EQ(a[1], 2);
+  EXPECT_EQ(a[2], 5);
+  int32_t m[2] = {7, -7}, n[2] = {0, 0};
+  ASSERT_EQ(rm_reduce_local(RM_INT32, RM_MEAN, m, n, 2), RM_OK);
+  ASSERT_EQ(rm_divide_local(RM_INT32, m, 2, 2), RM_OK);
+  EXPECT_EQ(m[0], 3);  // truncated, as TensorFlow
+  EXPECT_EQ(m[1], -3);
+  EXPECT_EQ(rm_reduce_local(RM_BOOL, RM_SUM, m, n, 1), RM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(rm_last_error()).find("bool"), std::string::npos) << rm_last_error();
+  EXPECT_EQ(rm_reduce_local(RM_FLOAT32, static_cast<rm_reduce_op>(99), a, b, 1), RM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(rm_last_error()).find("op"), std::string::npos) << rm_last_error();
+  EXPECT_EQ(rm_reduce_local(RM_FLOAT32, RM_SUM, nullptr, b, 1), RM_INVALID_ARGUMENT);
+  EXPECT_EQ(rm_reduce_local(RM_FLOAT32, RM_SUM, a, b, -1), RM_INVALID_ARGUMENT);
+  EXPECT_EQ(rm_reduce_local(RM_FLOAT32, RM_SUM, nullptr, nullptr, 0), RM_OK);
+  EXPECT_EQ(rm_divide_local(RM_INT32, m, 2, 0), RM_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(rm_last_error()).find("n must be"), std::string::npos) << rm_last_error();
 }
 
 }  // namespace

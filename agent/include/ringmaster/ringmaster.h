@@ -207,6 +207,15 @@ int rm_barrier(rm_communicator* comm, const rm_options* options);
 /* tf.distribute's reduce(op, value, axis); has_axis 0 = no axis. */
 int rm_reduce(rm_communicator* comm, rm_reduce_op op, const rm_tensor* value, const int64_t* shape, int ndims,
               int has_axis, int axis, const rm_tensor* output, const rm_options* options);
+/* This process alone, no communication: inout[i] = op(inout[i], in[i]) for
+ * `count` elements of `dtype`, with the engine's own reduction loops
+ * (float16 and bfloat16 through float; RM_MEAN adds, as RM_SUM, and
+ * rm_divide_local finishes it). For a caller that gathers its members'
+ * values itself and reduces them in rank order: the TensorFlow op's small
+ * all-reduce, whose agreement carries the data. */
+int rm_reduce_local(rm_dtype dtype, rm_reduce_op op, void* inout, const void* in, int64_t count);
+/* data[i] /= n: RM_MEAN's last step (integers truncate, as TensorFlow does). */
+int rm_divide_local(rm_dtype dtype, void* data, int64_t count, int64_t n);
 void rm_abort(rm_communicator* comm, const char* reason);
 int rm_reform(rm_communicator* comm);
 /* Recovery in place (Communicator::AgreeOnResume): every member offers the

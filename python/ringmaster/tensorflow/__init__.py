@@ -222,6 +222,12 @@ def all_reduce(reduce_op: Any, values: Any, options: Any = None, name: Optional[
     """
     op = _reduce_op_value(reduce_op)
     _check_adasum(op)
+    if type(values) in (list, tuple) and all(isinstance(v, tf.Tensor) for v in values):
+        # A plain list of tensors (the common call): no tf.nest round trip,
+        # which cost more than the op's own dispatch for a small eager call.
+        if not values:
+            return values
+        return type(values)(_grouped_allreduce(list(values), name=name, op=op, options=options))
     flat = tf.nest.flatten(values, expand_composites=False)
     idx = [i for i, v in enumerate(flat) if v is not None]
     if not idx:

@@ -312,6 +312,21 @@ def test_mismatched_shapes_fail_on_every_rank_and_the_group_goes_on():
     np.testing.assert_allclose(hvd.allreduce(tf.ones([2]), op=hvd.Sum).numpy(), [N, N])
 
 
+def test_small_allreduces_that_disagree_fail_on_every_rank_and_the_group_goes_on(run):
+    """Small all-reduces send their data with the agreement's record: a
+    mismatch still fails every member, naming the ranks and both shapes,
+    whether the byte counts differ, are equal, or one side is not small."""
+    with pytest.raises(tf.errors.FailedPreconditionError, match=r"rank 0 .*float\[2\].*rank 1 .*float\[3\]"):
+        run(lambda: hvd.allreduce(tf.ones([2 + R]), op=hvd.Sum))
+    with pytest.raises(tf.errors.FailedPreconditionError, match=r"mismatched shapes.*float\[2,3\].*float\[3,2\]"):
+        run(lambda: hvd.allreduce(tf.ones([2, 3] if R == 0 else [3, 2]), op=hvd.Sum))
+    with pytest.raises(tf.errors.FailedPreconditionError, match=r"mismatched shapes.*float\[1\].*float\[64,64\]"):
+        run(lambda: hvd.allreduce(tf.ones([1] if R == 0 else [64, 64]), op=hvd.Sum))
+    with pytest.raises(tf.errors.FailedPreconditionError, match="reduce ops"):
+        run(lambda: hvd.allreduce(tf.ones([2]), op=hvd.Sum if R == 0 else hvd.Max))
+    np.testing.assert_allclose(run(lambda: hvd.allreduce(tf.ones([2]), op=hvd.Sum)), [N, N])
+
+
 def test_mismatched_dtypes_fail_on_every_rank():
     x = tf.ones([3], dtype=tf.float32 if R == 0 else tf.int32)
     with pytest.raises(tf.errors.FailedPreconditionError, match="mismatched data types"):
@@ -506,13 +521,17 @@ def test_timeline_is_a_chrome_trace_of_the_collectives(tmp_path):
     path = tmp_path / f"timeline-{R}.json"
     hvd.start_timeline(str(path))
     hvd.allreduce(tf.ones([4]), op=hvd.Sum)
+    hvd.allreduce(tf.ones([1024]), op=hvd.Sum)
     hvd.allgather(tf.ones([R + 1]))
     hvd.stop_timeline()
     hvd.allreduce(tf.ones([4]))  # after the stop: not in the file
     events = [e for e in json.loads(path.read_text()) if e["ph"] == "X"]
     names = [e["name"] for e in events]
-    # Each op's agreement is an all-gather of its own, then the op's collectives.
-    assert names.count("all-reduce") == 1 and "all-gather" in names, names
+    # A small all-reduce (16 bytes) is one all-gather: its agreement carries
+    # the data, no round trip of its own. A larger one (4 KiB) agrees, then
+    # reduces; the all-gather op agrees, then gathers.
+    assert names[:3] == ["all-gather", "all-gather", "all-reduce"], names
+    assert names.count("all-reduce") == 1 and names.count("all-gather") >= 4, names
     assert all(e["pid"] == R and e["dur"] >= 0 and e["args"]["outcome"] == "ok" for e in events)
     with pytest.raises(Exception, match="cannot create"):
         hvd.start_timeline(str(tmp_path / "no-such-dir" / "t.json"))

@@ -11,6 +11,14 @@
 // shapes. A member whose own arguments are wrong (InvalidArgument) still
 // takes part, so the others fail with FailedPrecondition instead of waiting.
 //
+// What it costs: one all-gather of a fixed-size record per call, run on the
+// kernel's thread. A host all-reduce of at most Proposal::kInlineBytes (a
+// loss, a metric, a 4-byte call) sends its data in that same record, and
+// every member reduces the gathered values itself in rank order (the
+// engine's loops, rm_reduce_local): the agreement is the collective, with
+// no round trip of its own. Every record has the same size, whatever the
+// call, so members that called different collectives still agree to fail.
+//
 // Whose errors: Horovod's API raises FailedPrecondition for a mismatch;
 // TensorFlow's strategy raises InvalidArgument matching "Shape mismatch" for
 // a mismatch of shapes. Each op's "errors" attribute says whose contract the
@@ -37,6 +45,10 @@ inline const char* KindName(int64_t k) {
 struct Proposal {
   static constexpr int kMaxDims = 8;
   static constexpr int kWords = 16 + kMaxDims;
+  // The data a small all-reduce sends in its record (see the top), and the
+  // record's size on the wire: the same for every call and every member.
+  static constexpr int kInlineBytes = 256;
+  static constexpr int kWireWords = kWords + kInlineBytes / 8;
   int64_t kind = 0;
   int64_t reduce_op = -1;
   int64_t root = -1;
@@ -222,6 +234,29 @@ inline absl::Status GatherWords(rm_communicator* comm, const int64_t* mine, size
   return LastError(rm_allgather(comm, &in, &out, &options));
 }
 
+// Every member's record: its proposal, and `bytes` (at most kInlineBytes)
+// of data from `payload` after it. *records holds them all, rank after
+// rank, kWireWords each; a member's data is at InlineData(*records, r).
+inline absl::Status GatherProposals(rm_communicator* comm, const Proposal& mine, const void* payload,
+                                    size_t bytes, const rm_options& options, std::vector<Proposal>* all,
+                                    std::vector<int64_t>* records) {
+  if (bytes > static_cast<size_t>(Proposal::kInlineBytes))
+    return absl::InternalError("ringmaster: " + std::to_string(bytes) +
+                               " bytes do not fit in an agreement's record");
+  int64_t words[Proposal::kWireWords] = {};
+  mine.Pack(words);
+  if (bytes > 0) std::memcpy(words + Proposal::kWords, payload, bytes);
+  TF_RETURN_IF_ERROR(GatherWords(comm, words, Proposal::kWireWords, options, records));
+  all->clear();
+  for (int r = 0; r < rm_size(comm); ++r)
+    all->push_back(Proposal::Unpack(records->data() + r * Proposal::kWireWords));
+  return absl::OkStatus();
+}
+
+inline const char* InlineData(const std::vector<int64_t>& records, int r) {
+  return reinterpret_cast<const char*>(records.data() + r * Proposal::kWireWords + Proposal::kWords);
+}
+
 // With members that have joined (Horovod's join(): they stand in with zeros
 // until every member has joined): OK when the call may go on with them,
 // else why not. Every member reaches the same verdict from the proposals.
@@ -232,28 +267,39 @@ absl::Status JoinedVerdict(rm_communicator* comm, const std::vector<Proposal>& a
 absl::Status ServeJoined(rm_communicator* comm, const std::vector<Proposal>& all,
                          const std::vector<const Tensor*>& tensors, const rm_options& options);
 
+// What a small all-reduce sends with its proposal (Agree): `bytes` of
+// `data`; after the call, *records holds every member's record, and
+// *joined_stood_in says that members who have joined stood in (the call
+// then goes on as an ordinary all-reduce, which they take part in).
+struct Inline {
+  const void* data = nullptr;
+  size_t bytes = 0;
+  std::vector<int64_t>* records = nullptr;
+  bool* joined_stood_in = nullptr;
+};
+
 // Exchanges proposals and judges them. `local` is this member's own verdict
 // on its arguments: it is returned as it is (after the exchange), the others
 // get FailedPrecondition naming this member. `for_joined`: the tensors that
 // members who have joined stand in for with zeros (only a host all-reduce
 // passes them; any other call fails while a member has joined). `style`:
-// whose error types a mismatch gets (Judge).
+// whose error types a mismatch gets (Judge). `with`: data sent in the same
+// record (a small all-reduce).
 inline absl::Status Agree(rm_communicator* comm, Proposal mine, const absl::Status& local,
                           const rm_options& options, const std::vector<const Tensor*>* for_joined = nullptr,
-                          ErrorStyle style = ErrorStyle::kHorovod) {
+                          ErrorStyle style = ErrorStyle::kHorovod, const Inline& with = {}) {
   mine.local_error = local.ok() ? 0 : static_cast<int64_t>(local.code());
   mine.stands_in = for_joined != nullptr;
-  int64_t words[Proposal::kWords];
-  mine.Pack(words);
-  std::vector<int64_t> all_words;
-  TF_RETURN_IF_ERROR(GatherWords(comm, words, Proposal::kWords, options, &all_words));
-  if (!local.ok()) return local;
   std::vector<Proposal> all;
-  for (int r = 0; r < rm_size(comm); ++r)
-    all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
+  std::vector<int64_t> own_records;
+  std::vector<int64_t>* records = with.records ? with.records : &own_records;
+  TF_RETURN_IF_ERROR(
+      GatherProposals(comm, mine, with.data, local.ok() ? with.bytes : 0, options, &all, records));
+  if (!local.ok()) return local;
   TF_RETURN_IF_ERROR(Judge(comm, all, rm_rank(comm), style));
   for (const Proposal& p : all) {
     if (Joined(p)) {
+      if (with.joined_stood_in) *with.joined_stood_in = true;
       TF_RETURN_IF_ERROR(JoinedVerdict(comm, all));
       return ServeJoined(comm, all, *for_joined, options);  // the verdict needs for_joined on every member
     }

@@ -108,13 +108,9 @@ class JoinOp : public OpKernel {
     for (int64_t rounds = 0;; ++rounds) {
       Proposal mine = Propose(RM_COLLECTIVE_JOIN, {});
       mine.joined_rounds = rounds;
-      int64_t words[Proposal::kWords];
-      mine.Pack(words);
-      std::vector<int64_t> all_words;
-      OP_REQUIRES_OK(ctx, GatherWords(comm, words, Proposal::kWords, options_, &all_words));
       std::vector<Proposal> all;
-      for (int r = 0; r < rm_size(comm); ++r)
-        all.push_back(Proposal::Unpack(all_words.data() + r * Proposal::kWords));
+      std::vector<int64_t> records;
+      OP_REQUIRES_OK(ctx, GatherProposals(comm, mine, nullptr, 0, options_, &all, &records));
       const int lead = FirstActive(all);
       if (lead < 0) {
         Tensor* out = nullptr;

@@ -143,6 +143,12 @@ class AllReduceOp : public AsyncOpKernel {
           "RingmasterAllReduce on GPU tensors: prescale_factor and postscale_factor are not supported on the "
           "GPU yet (place the op on the CPU)");
     }
+    if (!gpu_ && DataBytes(inputs) <= Proposal::kInlineBytes) {
+      // Small: the agreement carries the data, and the call ends here.
+      OP_REQUIRES_OK_ASYNC(ctx, AllReduceSmall(ctx, comm, mine, local, op, inputs), done);
+      done();
+      return;
+    }
     // Members that have joined stand in with zeros for host tensors (join.cc).
     OP_REQUIRES_OK_ASYNC(ctx, Agree(comm, mine, local, options_, gpu_ ? nullptr : &inputs, errors_), done);
     auto call = std::make_unique<Call>();
@@ -180,6 +186,60 @@ class AllReduceOp : public AsyncOpKernel {
   }
 
  private:
+  static int64_t DataBytes(const std::vector<const Tensor*>& tensors) {
+    int64_t bytes = 0;
+    for (const Tensor* t : tensors) bytes += static_cast<int64_t>(t->TotalBytes());
+    return bytes;
+  }
+
+  // A host all-reduce of at most Proposal::kInlineBytes, on the kernel's
+  // thread: the outputs get the (prescaled) inputs, their bytes travel in
+  // the agreement's record, and every member reduces the gathered values in
+  // rank order, so every member computes the same bits with no round trip
+  // beyond the agreement's. With members that have joined it goes on as an
+  // ordinary all-reduce, which they take part in with zeros.
+  absl::Status AllReduceSmall(OpKernelContext* ctx, rm_communicator* comm, const Proposal& mine,
+                              absl::Status local, rm_reduce_op op, const std::vector<const Tensor*>& inputs) {
+    std::vector<rm_tensor> ts;
+    if (local.ok()) local = PrepareOutputs(ctx, &ts, nullptr, prescale_);
+    char payload[Proposal::kInlineBytes];
+    std::vector<size_t> lens;  // per tensor of ts (the non-empty outputs, in order)
+    size_t bytes = 0;
+    for (int i = 0; local.ok() && i < ctx->num_outputs(); ++i) {
+      const auto data = ctx->mutable_output(i)->tensor_data();
+      if (data.empty()) continue;
+      std::memcpy(payload + bytes, data.data(), data.size());
+      lens.push_back(data.size());
+      bytes += data.size();
+    }
+    std::vector<int64_t> records;
+    bool joined = false;
+    TF_RETURN_IF_ERROR(
+        Agree(comm, mine, local, options_, &inputs, errors_, {payload, bytes, &records, &joined}));
+    if (joined) {
+      if (!ts.empty()) TF_RETURN_IF_ERROR(LastError(rm_allreduce(comm, ts.data(), ts.size(), op, &options_)));
+    } else {
+      const int n = rm_size(comm);
+      size_t at = 0;
+      for (size_t i = 0; i < ts.size(); ++i) {
+        const rm_tensor& t = ts[i];
+        std::memcpy(t.data, InlineData(records, 0) + at, lens[i]);
+        for (int r = 1; r < n; ++r)
+          TF_RETURN_IF_ERROR(
+              LastError(rm_reduce_local(t.dtype, op, t.data, InlineData(records, r) + at, t.count)));
+        if (op == RM_MEAN) TF_RETURN_IF_ERROR(LastError(rm_divide_local(t.dtype, t.data, t.count, n)));
+        at += lens[i];
+      }
+    }
+    if (postscale_ != 1.f) {
+      for (int i = 0; i < ctx->num_outputs(); ++i) {
+        Tensor* out = ctx->mutable_output(i);
+        TF_RETURN_IF_ERROR(Scale(*out, out, postscale_));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   struct Call {
     OpKernelContext* ctx = nullptr;
     DoneCallback done;
