@@ -427,5 +427,34 @@ TEST(AllReduce, OutOfPlaceReadsSourceAndWritesData) {
   });
 }
 
+// The agent's own packing cuts a large lone tensor into slices, each its
+// own pack reduced in place (collectives/packing.h): every element of every
+// slice lands once, in place and out of place, with uneven slice sizes.
+TEST(AllReduce, ALargeTensorCutIntoSlicesIsReducedWhole) {
+  auto settings = LocalSettings(3);
+  Group g = FormGroup(settings);
+  ASSERT_TRUE(g[0] && g[1] && g[2]);
+  const std::vector<int64_t> sizes = {(int64_t{1} << 20) + 3, 7, 5};  // 4 MiB + 12 B: 5 slices of ~1 MiB
+  OnAll(3, [&](int r) {
+    for (bool out_of_place : {false, true}) {
+      std::vector<std::vector<float>> in(sizes.size()), out(sizes.size());
+      std::vector<Tensor> ts;
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        in[k].resize(sizes[k]);
+        for (int64_t i = 0; i < sizes[k]; ++i) in[k][i] = float((i + 3 * k) % 13) * float(r + 1);
+        out[k] = out_of_place ? std::vector<float>(sizes[k], -7.0f) : in[k];
+        Tensor t{out[k].data(), sizes[k], DataType::kFloat32};
+        if (out_of_place) t.source = in[k].data();
+        ts.push_back(t);
+      }
+      ASSERT_TRUE(g[r]->AllReduce(ts, ReduceOp::kSum).ok());
+      for (size_t k = 0; k < sizes.size(); ++k) {
+        for (int64_t i = 0; i < sizes[k]; ++i)
+          ASSERT_EQ(out[k][i], float((i + 3 * k) % 13) * 6.0f) << "tensor " << k << " element " << i;
+      }
+    }
+  });
+}
+
 }  // namespace
 }  // namespace ringmaster

@@ -46,9 +46,10 @@ std::vector<Op> AllReduceOps(std::span<const Tensor> tensors, ReduceOp op, const
       char* buf;
       const void* src = nullptr;  // a lone tensor's input, read in place by AllReducePack
       std::unique_ptr<char[]> staging;
-      if (views.size() == 1) {
-        buf = static_cast<char*>(views[0].data);
-        src = input(views[0]);
+      if (views.size() == 1) {  // in place: the tensor, or its slice
+        const size_t at = pack.first * DataTypeSize(pack.dtype);
+        buf = static_cast<char*>(views[0].data) + at;
+        src = static_cast<const char*>(input(views[0])) + at;
       } else {
         // The one staging buffer of this pack, alive only while it runs.
         staging.reset(new char[pack.bytes]);

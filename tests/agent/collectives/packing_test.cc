@@ -47,16 +47,45 @@ TEST(Packing, TheAgentsOwnPackingNeverStagesALargeTensor) {
   // A Dense model's gradients: kernel, bias, kernel, bias... (bytes 400, 8, 1600, 8, 40, 4).
   std::vector<Tensor> ts{T(100), T(2), T(400), T(2), T(10), T(1)};
   auto packs = PlanPacks(ts, 1000, /*alone_from=*/100);
-  ASSERT_EQ(packs.size(), 4u);
+  ASSERT_EQ(packs.size(), 5u);
   EXPECT_EQ(packs[0].tensors, (std::vector<size_t>{0}));  // large: alone, reduced in place
   EXPECT_EQ(packs[1].tensors, (std::vector<size_t>{1}));  // the bias after it starts a new pack
+  // Larger than a pack: two slices of it, each alone and in place.
   EXPECT_EQ(packs[2].tensors, (std::vector<size_t>{2}));
-  EXPECT_EQ(packs[3].tensors, (std::vector<size_t>{3, 4, 5}));  // small ones still grouped
-  EXPECT_EQ(packs[3].bytes, 52u);
+  EXPECT_EQ(packs[3].tensors, (std::vector<size_t>{2}));
+  EXPECT_EQ(packs[2].first, 0u);
+  EXPECT_EQ(packs[2].count, 200u);
+  EXPECT_EQ(packs[3].first, 200u);
+  EXPECT_EQ(packs[3].bytes, 800u);
+  EXPECT_EQ(packs[4].tensors, (std::vector<size_t>{3, 4, 5}));  // small ones still grouped
+  EXPECT_EQ(packs[4].bytes, 52u);
   // Without alone_from (an explicit bytes_per_pack: TF's rule), the large ones share packs.
   auto tf_rule = PlanPacks(ts, 1000);
   ASSERT_EQ(tf_rule.size(), 2u);
   EXPECT_EQ(tf_rule[0].tensors, (std::vector<size_t>{0, 1, 2}));
+}
+
+TEST(Packing, ALargeLoneTensorIsCutIntoNearEqualSlicesCoveringIt) {
+  // 1001 elements of 4 bytes, packs of 1000 bytes: 5 slices of 201 or 200.
+  std::vector<Tensor> ts{T(1001), T(3)};
+  auto packs = PlanPacks(ts, 1000, /*alone_from=*/100);
+  ASSERT_EQ(packs.size(), 6u);
+  size_t next = 0;
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(packs[k].tensors, (std::vector<size_t>{0}));
+    EXPECT_EQ(packs[k].first, next);
+    EXPECT_EQ(packs[k].count, k == 0 ? 201u : 200u);
+    EXPECT_EQ(packs[k].bytes, packs[k].count * 4);
+    next += packs[k].count;
+  }
+  EXPECT_EQ(next, 1001u);
+  EXPECT_EQ(packs[5].tensors, (std::vector<size_t>{1}));
+  EXPECT_EQ(packs[5].first, 0u);
+  // TF's rule (an explicit bytes_per_pack) never cuts a tensor.
+  auto tf_rule = PlanPacks(ts, 1000);
+  ASSERT_EQ(tf_rule.size(), 2u);
+  EXPECT_EQ(tf_rule[0].count, 1001u);
+  EXPECT_EQ(tf_rule[0].first, 0u);
 }
 
 TEST(Packing, AutoSizeIsBounded) {
