@@ -5,7 +5,13 @@ side, in rounds, one run.
     bench_keras.py [--out DIR] [--rounds 7] [--iters 6] [--warmup 2]
                    [--model full|small] [--groups G,G,...] [--cases C,C,...]
                    [--horovod-python PY | --horovod-unavailable REASON]
+                   [--hosts local|netns] [--bytes-per-pack B]
     bench_keras.py --rank GROUP ...        (one rank; started by the launcher)
+
+--hosts netns (scripts/bench keras-shaped): rank i runs on emulated host
+i + 1 of bench/network/topo.sh (which must be up with 3 hosts), addressed
+by its IP, links shaped; the report is then each step against max(compute
+alone, its all-reduce alone) (keras_ratios.shaped_ratios).
 
 Rounds. K times (--rounds), the launcher runs each group in turn: it
 starts the group's ranks, waits until each has formed its group and says it
@@ -126,6 +132,11 @@ def main():
     p.add_argument("--horovod-unavailable", default="",
                    help="why there is no Horovod venv (printed in the table instead of its rows)")
     p.add_argument("--cases", default="", help="only these cases (comma-separated, e.g. step/mwms)")
+    p.add_argument("--hosts", choices=["local", "netns"], default="local",
+                   help="local: the ranks on 127.0.0.1; netns: rank i on the emulated host i + 1 of "
+                        "bench/network/topo.sh (which must be up with N hosts), links shaped")
+    p.add_argument("--bytes-per-pack", type=int, default=0,
+                   help="CommunicationOptions(bytes_per_pack=...) of the MWMS groups' all-reduce (0: none)")
     p.add_argument("--group-timeout", type=int, default=600,
                    help="seconds for one group to start, and for one group's round")
     p.add_argument("--total-timeout", type=int, default=5400,

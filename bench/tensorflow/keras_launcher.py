@@ -21,6 +21,43 @@ from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 
 # What each rank runs: the benchmark's own command line, with --rank.
 SCRIPT = Path(__file__).resolve().with_name("bench_keras.py")
+# --hosts netns: the emulated hosts of bench/network/topo.sh (rank i on host
+# i + 1, in its namespace, at its address), and horovodrun's "ssh" into them.
+NETNS_SSH = """#!/bin/sh
+# horovodrun's ssh for the bench's emulated hosts: drops ssh's options (it
+# puts some after the host too) and runs the command on the host
+# (netns-host.sh).
+host=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p|-i|-l|-F) shift 2 ;;
+    -*) shift ;;
+    *) [ -n "$host" ] && break; host=$1; shift ;;
+  esac
+done
+exec %s "${host##*.}" sh -c "$*"
+"""
+# A command on emulated host I as on a cluster: in its network namespace,
+# under its own hostname, which resolves to its address (Horovod's Gloo
+# advertises the address of its hostname: the machine's would be 127.0.0.1).
+NETNS_HOST = """#!/bin/sh
+i=$1
+shift
+hosts=%s/hosts-$i
+printf '127.0.0.1 localhost\\n10.213.0.%%s rmbench-h%%s\\n' "$i" "$i" > "$hosts"
+exec ip netns exec "rmbench-h$i" unshare --uts --mount sh -c \\
+  'mount --bind "$0" /etc/hosts && hostname "$1" && shift && exec "$@"' "$hosts" "rmbench-h$i" "$@"
+"""
+
+
+def host_address(args, i):
+    """Rank i's address: 127.0.0.1, or its emulated host's."""
+    return f"10.213.0.{i + 1}" if args.hosts == "netns" else "127.0.0.1"
+
+
+def on_host(args, i, cmd):
+    """cmd run on rank i's host: here, or in its namespace."""
+    return ["ip", "netns", "exec", f"rmbench-h{i + 1}"] + cmd if args.hosts == "netns" else cmd
 
 
 class Groups:
@@ -43,6 +80,8 @@ class Groups:
                "--first-round", str(first_round)]
         if self.args.cases:
             cmd += ["--cases", self.args.cases]
+        if self.args.bytes_per_pack:
+            cmd += ["--bytes-per-pack", str(self.args.bytes_per_pack)]
         return cmd
 
     def start(self, group, first_round=0):
@@ -72,7 +111,7 @@ class Groups:
         else:
             ports = free_ports(2 * ranks)
             tf_ports, agent_ports = ports[:ranks], ports[ranks:]
-            cluster = {"worker": [f"127.0.0.1:{p}" for p in tf_ports]}
+            cluster = {"worker": [f"{host_address(self.args, i)}:{p}" for i, p in enumerate(tf_ports)]}
             self.procs[group] = []
             for i in range(ranks):
                 env = dict(os.environ)
@@ -93,8 +132,8 @@ class Groups:
                     env.setdefault("RINGMASTER_TIMEOUT_SECONDS", str(self.args.group_timeout))
                 lf = open(self.out / f"log-{group}-{i}.txt", "w")
                 self.logs.append(lf)
-                self.procs[group].append(subprocess.Popen(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT,
-                                                          start_new_session=True))
+                self.procs[group].append(subprocess.Popen(on_host(self.args, i, cmd), env=env, stdout=lf,
+                                                          stderr=subprocess.STDOUT, start_new_session=True))
         return self.wait(group, [self.out / f"ready-{group}-{i}" for i in range(ranks)], "start")
 
     def start_horovod(self, group, cmd):
@@ -112,8 +151,23 @@ class Groups:
         env["CUDA_VISIBLE_DEVICES"] = ""
         env["PYTHONUNBUFFERED"] = "1"
         env["PATH"] = f"{py.parent}:{env.get('PATH', '')}"
-        hcmd = [str(py.parent / "horovodrun"), "-np", str(N), "--gloo", "-H", f"localhost:{N}",
+        hosts = f"localhost:{N}"
+        if self.args.hosts == "netns":
+            ssh_dir = self.out / "netns-ssh"
+            ssh_dir.mkdir(exist_ok=True)
+            (ssh_dir / "netns-host.sh").write_text(NETNS_HOST % ssh_dir)
+            (ssh_dir / "ssh").write_text(NETNS_SSH % (ssh_dir / "netns-host.sh"))
+            for f in ("ssh", "netns-host.sh"):
+                (ssh_dir / f).chmod(0o755)
+            env["PATH"] = f"{ssh_dir}:{env['PATH']}"
+            hosts = ",".join(f"{host_address(self.args, i)}:1" for i in range(N))
+        hcmd = [str(py.parent / "horovodrun"), "-np", str(N), "--gloo", "-H", hosts,
                 "--start-timeout", "120", "--output-filename", str(self.out / f"log-{group}"), str(py)] + cmd[1:]
+        if self.args.hosts == "netns":
+            # horovodrun's driver serves the ranks' rendezvous at its own address
+            # on the interface it gives them for Gloo: run it on host 1, whose
+            # eth0 is every host's interface name.
+            hcmd = [str(ssh_dir / "netns-host.sh"), "1"] + hcmd[:1] + ["--network-interfaces", "eth0"] + hcmd[1:]
         lf = open(self.out / f"log-{group}-run.txt", "w")
         self.logs.append(lf)
         print("$ " + " ".join(hcmd), file=lf, flush=True)

@@ -17,9 +17,42 @@ def ref_words(ref):
     return " + ".join(words[case] for _, case in ref)
 
 
-def ratios(horovod: bool) -> list[rd.Ratio]:
+# --hosts netns: the step across shaped links against its bound.
+SHAPED_CASES = ("step/ringmaster,step/none,allreduce/ringmaster,step/mwms,allreduce/mwms,"
+                "step/horovod,allreduce-grouped/horovod")
+
+
+def shaped_ratios(horovod: bool) -> list[rd.Ratio]:
+    """Across emulated hosts: each system's step against max(compute alone,
+    its all-reduce of the gradients alone), the step of perfect overlap;
+    then the peers' steps against ours, as in the local report."""
+    R = rd.Ratio
+    compute = (RM, "step/none")
+    bound = "step / max(compute alone, the gradients' all-reduce alone)"
+    out = [
+        R(bound, "Ringmaster, DistributedGradientTape (buckets)", ((RM, "step/ringmaster"),),
+          (compute, (RM, "allreduce/ringmaster")), ("<=", 1.15), "ringmaster", den_max=True),
+        R(bound, "MWMS (RING, bytes_per_pack)", (("mwms", "step/mwms"),), (compute, ("mwms", "allreduce/mwms")),
+          None, "mwms", den_max=True),
+        R("compute and communication alone", "the gradients' all-reduce alone / compute alone (Ringmaster)",
+          ((RM, "allreduce/ringmaster"),), (compute,), None, "comm / compute"),
+        R("Peer / Ringmaster, the same step across the links", "MWMS (RING, bytes_per_pack) / Ringmaster",
+          (("mwms", "step/mwms"),), ((RM, "step/ringmaster"),), (">=", 1.2), "mwms / rm"),
+    ]
+    if horovod:
+        H = HOROVOD_GROUP
+        out.insert(2, R(bound, "Horovod 0.28.1 (Gloo), DistributedGradientTape", ((H, "step/horovod"),),
+                        ((H, "step/none"), (H, "allreduce-grouped/horovod")), None, "horovod", den_max=True))
+        out.append(R("Peer / Ringmaster, the same step across the links", "Horovod 0.28.1 (Gloo) / Ringmaster",
+                     ((H, "step/horovod"),), ((RM, "step/ringmaster"),), (">=", 1.2), "horovod / rm"))
+    return out
+
+
+def ratios(horovod: bool, shaped: bool = False) -> list[rd.Ratio]:
     """The report's figures. Each is a per-round ratio of groups that ran in
     the same round; > 1 in the peer sections means Ringmaster is faster."""
+    if shaped:
+        return shaped_ratios(horovod)
     R = rd.Ratio
     out = [
         R("MWMS (RING) / Ringmaster", "all-reduce, rm.all_reduce (tf.function)",

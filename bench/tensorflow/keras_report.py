@@ -41,7 +41,7 @@ def report(args, out, results, round_log, failed, horovod_skipped, started, star
                 wr.writerow([res["group"], res["case"], res["rank"], res["size"], res["round"], i,
                              int(i < args.warmup), f"{t * 1e3:.3f}"])
     medians = rd.round_medians(results, args.warmup)
-    figures = ratios(horovod=horovod_skipped is None)
+    figures = ratios(horovod=horovod_skipped is None, shaped=args.hosts == "netns")
     ratio_lines, ratio_rows = rd.ratio_table(figures, medians, args.rounds)
     with open(out / "ratios.csv", "w", newline="") as f:
         wr = csv.writer(f)
@@ -58,7 +58,9 @@ def report(args, out, results, round_log, failed, horovod_skipped, started, star
     hv_tf = next((r.get("tf_version") for r in results if r["group"] == HOROVOD_GROUP), None)
     lines = [f"Command: `{args.command}` ({started}; {params:,} float32 parameters in 8 gradients, "
              f"{params * 4 / 1e6:.1f} MB; N = {N} processes, local batch {LOCAL_BATCH}; {args.rounds} rounds of "
-             f"{args.warmup} warm-up + {args.iters} timed iterations per case; rank 0's times)",
+             f"{args.warmup} warm-up + {args.iters} timed iterations per case; rank 0's times"
+             f"{'; each rank on an emulated host, links shaped (bench/network/topo.sh)' if args.hosts == 'netns' else ''}"
+             f"{f'; MWMS bytes_per_pack {args.bytes_per_pack}' if args.bytes_per_pack else ''})",
              "",
              f"Machine: {machine()}. TensorFlow {tf_version} (Ringmaster, MWMS), "
              f"{hv_tf or '2.13.1'} (Horovod 0.28.1). Start-up of the kept groups {start_s:.0f} s, whole run "

@@ -24,14 +24,17 @@ class Ratio:
 
     The numerator and denominator are sums so that a cost can be compared to
     two references at once (DistributedGradientTape against the engine plus
-    the tape alone). `goal` is ('>=', x) or ('<=', x) on the median, or None
-    for a figure that is reported but not judged."""
+    the tape alone). `den_max`: the denominator is the largest of its cases
+    instead (a step against max(compute alone, communication alone): the
+    step that overlaps the two perfectly). `goal` is ('>=', x) or ('<=', x)
+    on the median, or None for a figure that is reported but not judged."""
     section: str
     name: str
     num: tuple[Key, ...]
     den: tuple[Key, ...]
     goal: Optional[tuple[str, float]] = None
     short: str = ""
+    den_max: bool = False
     keys: tuple[Key, ...] = field(init=False)
 
     def __post_init__(self):
@@ -49,7 +52,7 @@ def per_round(ratio: Ratio, medians: dict, rounds: int) -> list[Optional[float]]
             out.append(None)
             continue
         num = sum(parts[:len(ratio.num)])
-        den = sum(parts[len(ratio.num):])
+        den = (max if ratio.den_max else sum)(parts[len(ratio.num):])
         out.append(num / den if den > 0 else None)
     return out
 

@@ -39,6 +39,13 @@ def test_sums_on_either_side():
     assert rd.per_round(r, medians, 1) == [pytest.approx(0.5)]
 
 
+def test_a_denominator_can_be_the_largest_of_its_cases():
+    medians = {("g", "step", 0): 12.0, ("g", "compute", 0): 10.0, ("g", "comm", 0): 8.0,
+               ("g", "step", 1): 12.0, ("g", "compute", 1): 4.0, ("g", "comm", 1): 6.0}
+    r = rd.Ratio("s", "step / max", (("g", "step"),), (("g", "compute"), ("g", "comm")), den_max=True)
+    assert rd.per_round(r, medians, 2) == [pytest.approx(1.2), pytest.approx(2.0)]
+
+
 def test_summary_spread_and_verdicts():
     s = rd.summarize([1.0, 1.2, 0.8, None, 1.1])
     assert s.median == pytest.approx(1.05) and s.n == 4
