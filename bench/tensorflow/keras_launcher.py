@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -22,11 +23,11 @@ from free_ports import free_ports  # noqa: E402  (common/ports/free_ports.py)
 # What each rank runs: the benchmark's own command line, with --rank.
 SCRIPT = Path(__file__).resolve().with_name("bench_keras.py")
 # --hosts netns: the emulated hosts of bench/network/topo.sh (rank i on host
-# i + 1, in its namespace, at its address), and horovodrun's "ssh" into them.
+# i + 1, in its namespace, at its address). horovodrun reaches them through
+# an "ssh" that drops ssh's options (it puts some after the host too) and
+# runs the command through the network bench's own remote shell.
+NETNS_RSH = Path(__file__).resolve().parents[1] / "network" / "netns-rsh.sh"
 NETNS_SSH = """#!/bin/sh
-# horovodrun's ssh for the bench's emulated hosts: drops ssh's options (it
-# puts some after the host too) and runs the command on the host
-# (netns-host.sh).
 host=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -35,18 +36,7 @@ while [ $# -gt 0 ]; do
     *) [ -n "$host" ] && break; host=$1; shift ;;
   esac
 done
-exec %s "${host##*.}" sh -c "$*"
-"""
-# A command on emulated host I as on a cluster: in its network namespace,
-# under its own hostname, which resolves to its address (Horovod's Gloo
-# advertises the address of its hostname: the machine's would be 127.0.0.1).
-NETNS_HOST = """#!/bin/sh
-i=$1
-shift
-hosts=%s/hosts-$i
-printf '127.0.0.1 localhost\\n10.213.0.%%s rmbench-h%%s\\n' "$i" "$i" > "$hosts"
-exec ip netns exec "rmbench-h$i" unshare --uts --mount sh -c \\
-  'mount --bind "$0" /etc/hosts && hostname "$1" && shift && exec "$@"' "$hosts" "rmbench-h$i" "$@"
+exec %s "$host" "$@"
 """
 
 
@@ -56,8 +46,8 @@ def host_address(args, i):
 
 
 def on_host(args, i, cmd):
-    """cmd run on rank i's host: here, or in its namespace."""
-    return ["ip", "netns", "exec", f"rmbench-h{i + 1}"] + cmd if args.hosts == "netns" else cmd
+    """cmd run on rank i's host: here, or on its emulated host (netns-rsh.sh)."""
+    return [str(NETNS_RSH), host_address(args, i), shlex.join(cmd)] if args.hosts == "netns" else cmd
 
 
 class Groups:
@@ -155,10 +145,8 @@ class Groups:
         if self.args.hosts == "netns":
             ssh_dir = self.out / "netns-ssh"
             ssh_dir.mkdir(exist_ok=True)
-            (ssh_dir / "netns-host.sh").write_text(NETNS_HOST % ssh_dir)
-            (ssh_dir / "ssh").write_text(NETNS_SSH % (ssh_dir / "netns-host.sh"))
-            for f in ("ssh", "netns-host.sh"):
-                (ssh_dir / f).chmod(0o755)
+            (ssh_dir / "ssh").write_text(NETNS_SSH % NETNS_RSH)
+            (ssh_dir / "ssh").chmod(0o755)
             env["PATH"] = f"{ssh_dir}:{env['PATH']}"
             hosts = ",".join(f"{host_address(self.args, i)}:1" for i in range(N))
         hcmd = [str(py.parent / "horovodrun"), "-np", str(N), "--gloo", "-H", hosts,
@@ -167,7 +155,7 @@ class Groups:
             # horovodrun's driver serves the ranks' rendezvous at its own address
             # on the interface it gives them for Gloo: run it on host 1, whose
             # eth0 is every host's interface name.
-            hcmd = [str(ssh_dir / "netns-host.sh"), "1"] + hcmd[:1] + ["--network-interfaces", "eth0"] + hcmd[1:]
+            hcmd = on_host(self.args, 0, hcmd[:1] + ["--network-interfaces", "eth0"] + hcmd[1:])
         lf = open(self.out / f"log-{group}-run.txt", "w")
         self.logs.append(lf)
         print("$ " + " ".join(hcmd), file=lf, flush=True)

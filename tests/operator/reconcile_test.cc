@@ -49,6 +49,19 @@ std::vector<json> AllPods(const json& job, const std::string& phase) {
   return pods;
 }
 
+// The quickstart job under restartPolicy ExitCode (backoffLimit 5), its
+// pods running but worker 1's, which was SIGKILLed (exit 137).
+struct WorkerExited {
+  json job = QuickstartObject();
+  std::vector<json> pods;
+  WorkerExited() {
+    job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
+    job["spec"]["runPolicy"]["backoffLimit"] = 5;
+    pods = AllPods(job, "Running");
+    pods[2] = PodWithPhase(pods[2], "Failed", 137);
+  }
+};
+
 json WithStatus(json job, const Plan& p) {
   if (p.status) job["status"] = *p.status;
   return job;
@@ -66,13 +79,9 @@ TEST(PlanOrder, ANewJobCreatesItsPrerequisitesThenServiceAndPodsThenWritesTheSta
 }
 
 TEST(PlanOrder, ARestartWritesTheStatusBeforeItDeletesTheEvidence) {
-  json job = QuickstartObject();
-  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
-  job["spec"]["runPolicy"]["backoffLimit"] = 5;
-  auto pods = AllPods(job, "Running");
-  pods[2] = PodWithPhase(pods[2], "Failed", 137);
+  WorkerExited w;
   const json svc = json::object();
-  const Plan p = PlanJob(job, pods, &svc, {}, kNow, {});
+  const Plan p = PlanJob(w.job, w.pods, &svc, {}, kNow, {});
   EXPECT_EQ(Shape(p), (std::vector<std::string>{"stop: write-status", "continue: record-events",
                                                 "continue: delete-pod"}));
 }
@@ -81,11 +90,9 @@ TEST(PlanOrder, ALeaderThatTakesOverMidRestartTellsTheSameRestartEvent) {
   // The first leader counts worker 1's exit and is killed before deleting
   // its pod; the next one sees the same pod (its uid): it deletes it,
   // counts nothing, and tells the restart's event under the same name.
-  json job = QuickstartObject();
-  job["spec"]["replicaSpecs"]["Worker"]["restartPolicy"] = "ExitCode";
-  job["spec"]["runPolicy"]["backoffLimit"] = 5;
-  auto pods = AllPods(job, "Running");
-  pods[2] = PodWithPhase(pods[2], "Failed", 137);
+  WorkerExited w;
+  json& job = w.job;
+  auto& pods = w.pods;
   pods[2]["metadata"]["uid"] = "pod-uid-2";
   const json svc = json::object();
   const Plan first = PlanJob(job, pods, &svc, {}, kNow, {});
