@@ -412,7 +412,11 @@ StrandedRound FormWithRankOneUnreachable(double timeout_s, double fetch_after_s,
   std::vector<std::unique_ptr<internal::AgentService>> services;
   std::vector<testing::ControlCalls> calls(kN);  // what each member's server answered
   std::vector<std::unique_ptr<grpc::Server>> servers;
-  std::vector<int> ports = internal::FreeLocalPorts(kN);
+  // Every member that serves binds port 0 and learns its port from
+  // ServeControl, so no other test can take it between a pick and the bind;
+  // only rank 1's port is picked, as one with nothing behind it.
+  std::vector<int> ports(kN, 0);
+  ports[1] = internal::FreeLocalPorts(1)[0];
   StrandedRound out;
   out.tables.assign(kN, InternalError("not run"));
   out.seconds.assign(kN, 0);
