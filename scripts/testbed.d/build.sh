@@ -46,7 +46,17 @@ known_component() {
 }
 main_module() { known_component "$1"; "$1_module"; }
 outputs() { "$1_outputs"; }
-pins_dir() { if declare -F "$1_pins" >/dev/null; then echo "$PINS_DIR/$("$1_pins")"; else echo "$PINS_DIR/$1"; fi; }
+# pins_dir COMPONENT: its pins directory (<c>_pins names another
+# component's; RINGMASTER_KUBERNETES_PINS moves the kubernetes one).
+pins_dir() {
+  local c=$1
+  if declare -F "${c}_pins" >/dev/null; then c=$("${c}_pins"); fi
+  if [ "$c" = kubernetes ] && [ -n "${RINGMASTER_KUBERNETES_PINS:-}" ]; then
+    echo "$RINGMASTER_KUBERNETES_PINS"
+  else
+    echo "$PINS_DIR/$c"
+  fi
+}
 
 is_built() {  # DIR COMPONENT
   local f

@@ -15,6 +15,9 @@ testbed_healthy() {
   local c
   [ -f "$RUN_DIR/ready" ] || return 1
   for c in $(components_up); do is_ours "$c" || return 1; done
+  # One up on another release (RINGMASTER_KUBERNETES_PINS) is not this one.
+  local bin; read -r _ _ bin <"$RUN_DIR/pids/kube-apiserver" || return 1
+  [ "$bin" = "$(component_dir kubernetes)/kube-apiserver" ] || return 1
   load_ports && api_ready
 }
 

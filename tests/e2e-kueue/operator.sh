@@ -22,7 +22,7 @@
 fail() {
   printf 'FAIL %s: %s\n' "$E2E_NAME" "$*" >&2
   {
-    k -n "$NS" get workloads -o wide
+    k -n "$NS" get workloads.kueue.x-k8s.io -o wide
     k -n "$NS" get pods -o 'custom-columns=NAME:.metadata.name,PHASE:.status.phase,NODE:.spec.nodeName,GATES:.spec.schedulingGates[*].name,GROUP:.metadata.labels.kueue\.x-k8s\.io/pod-group-name'
     k -n "$NS" get events --sort-by=.lastTimestamp | tail -40
   } >&2 2>&1 || true
@@ -90,8 +90,8 @@ refused() {
   local wl
   wl=$(group_of "$1")
   [ -n "$wl" ] || return 1
-  [ "$(jp workload "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].status}')" = False ] || return 1
-  jp workload "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].message}' | grep -q insufficient || return 1
+  [ "$(jp workloads.kueue.x-k8s.io "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].status}')" = False ] || return 1
+  jp workloads.kueue.x-k8s.io "$wl" '{.status.conditions[?(@.type=="QuotaReserved")].message}' | grep -q insufficient || return 1
   [ "$(k get clusterqueue ringmaster-cq -o 'jsonpath={.status.pendingWorkloads}')" -ge 1 ] 2>/dev/null
 }
 events_of() {  # JOB REASON: how many such events the job has
@@ -104,7 +104,7 @@ wait_pods_running 90 first 2
 wait_state 60 first Running
 wl=$(group_of first)
 [ -n "$wl" ] || fail "first's pods carry no pod-group label"
-wait_jsonpath 30 "workload/$wl" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
+wait_jsonpath 30 "workloads.kueue.x-k8s.io/$wl" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
 expect_eq "first's Queued condition after admission" "$(condition_reason first Queued)" Admitted
 pass "first (2 x 2 cpu) admitted as one group ($wl), Running"
 
@@ -129,7 +129,7 @@ big_wl=$(group_of big)
 wait_state 60 big Failed
 expect_eq "big's Failed reason" "$(condition_reason big Failed)" ScheduleTimeout
 wait_pod_count 60 big 0
-wait_for 60 "big's Workload $big_wl to go with its pods" bash -c "! kubectl -n $NS get workload $big_wl >/dev/null 2>&1"
+wait_for 60 "big's Workload $big_wl to go with its pods" bash -c "! kubectl -n $NS get workloads.kueue.x-k8s.io $big_wl >/dev/null 2>&1"
 pass "big (3 x 2 cpu > 4 cpu quota): Queued, all 3 pods gated, none scheduled, no restart; Failed ScheduleTimeout after 12 s, nothing of it left"
 
 # A queued job deleted: its gated pods (held by Kueue's finalizer) go too.
@@ -141,7 +141,7 @@ pass "gone (deleted while Queued): its gated pod is gone"
 
 # first ends: its group is finished (quota released), second is admitted.
 finish first
-wait_jsonpath 30 "workload/$wl" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
+wait_jsonpath 30 "workloads.kueue.x-k8s.io/$wl" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
 wait_pods_running 90 second 2
 wait_state 60 second Running
 expect_eq "second's Queued condition" "$(condition_reason second Queued)" Admitted
@@ -176,7 +176,7 @@ qjob steady 2 1 2
 wait_pods_running 90 steady 2
 wait_state 60 steady Running
 wl=$(group_of steady)
-wait_jsonpath 30 "workload/$wl" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
+wait_jsonpath 30 "workloads.kueue.x-k8s.io/$wl" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
 uid=$(pod_uid steady-worker-1)
 pod_exit steady-worker-1 1
 wait_for 60 "steady-worker-1 to be recreated" bash -c "u=\$(kubectl -n $NS get pod steady-worker-1 -o jsonpath={.metadata.uid} 2>/dev/null); [ -n \"\$u\" ] && [ \"\$u\" != $uid ]"
@@ -184,8 +184,8 @@ wait_pods_running 90 steady 2
 wait_state 60 steady Running
 expect_eq "steady's restarts" "$(restarts steady)" 1
 expect_eq "group of the new worker 1" "$(jp pod steady-worker-1 '{.metadata.labels.kueue\.x-k8s\.io/pod-group-name}')" "$wl"
-expect_eq "steady's Workload still Admitted" "$(jp workload "$wl" '{.status.conditions[?(@.type=="Admitted")].status}')" True
-expect_eq "steady's Workload evicted" "$(jp workload "$wl" '{.status.conditions[?(@.type=="Evicted")].status}')" ""
+expect_eq "steady's Workload still Admitted" "$(jp workloads.kueue.x-k8s.io "$wl" '{.status.conditions[?(@.type=="Admitted")].status}')" True
+expect_eq "steady's Workload evicted" "$(jp workloads.kueue.x-k8s.io "$wl" '{.status.conditions[?(@.type=="Evicted")].status}')" ""
 expect_eq "Queued events of steady (the first wait only)" "$(events_of steady Queued)" 1
 finish steady
 pass "steady: worker 1 failed and was replaced in the same admitted group ($wl), never Queued again, Succeeded"

@@ -45,7 +45,7 @@ spec:
 EOF
 }
 jp() { k -n "$NS" get "$1" "$2" -o "jsonpath=$3"; }
-wl_cond() { jp workload "$1" "{.status.conditions[?(@.type==\"$2\")].status}"; }
+wl_cond() { jp workloads.kueue.x-k8s.io "$1" "{.status.conditions[?(@.type==\"$2\")].status}"; }
 
 # --- a group of 2 within quota: gated, one Workload, admitted together ---
 group_pod a-0 group-a 2 1 || fail "creating pod a-0"
@@ -55,16 +55,16 @@ expect_eq "finalizers of a-0" "$(jp pod a-0 '{.metadata.finalizers[*]}')" kueue.
 # Kueue says so when it sees a group with fewer pods than its total
 # (ErrWorkloadCompose on the pod): it has looked, and made no Workload.
 wait_for 60 "Kueue to see a-0 alone (ErrWorkloadCompose)" bash -c "[ \"\$(kubectl -n $NS get events --field-selector involvedObject.name=a-0,reason=ErrWorkloadCompose -o name | grep -c .)\" -ge 1 ]"
-k -n "$NS" get workload group-a >/dev/null 2>&1 && fail "a Workload exists with 1 of the group's 2 pods"
+k -n "$NS" get workloads.kueue.x-k8s.io group-a >/dev/null 2>&1 && fail "a Workload exists with 1 of the group's 2 pods"
 expect_eq "a-0 alone: gates" "$(jp pod a-0 '{.spec.schedulingGates[*].name}')" "$GATES"
 expect_eq "a-0 alone: node" "$(jp pod a-0 '{.spec.nodeName}')" ""
 pass "a-0 is gated ($GATES), labelled managed, has Kueue's finalizer; no Workload for half a group"
 
 group_pod a-1 group-a 2 1 || fail "creating pod a-1"
-wait_jsonpath 60 workload/group-a '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
-expect_eq "ClusterQueue of group-a" "$(jp workload group-a '{.status.admission.clusterQueue}')" ringmaster-cq
-expect_eq "pods of group-a's Workload" "$(jp workload group-a '{.spec.podSets[*].count}')" 2
-expect_eq "queue of group-a's Workload" "$(jp workload group-a '{.spec.queueName}')" ringmaster-queue
+wait_jsonpath 60 workloads.kueue.x-k8s.io/group-a '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
+expect_eq "ClusterQueue of group-a" "$(jp workloads.kueue.x-k8s.io group-a '{.status.admission.clusterQueue}')" ringmaster-cq
+expect_eq "pods of group-a's Workload" "$(jp workloads.kueue.x-k8s.io group-a '{.spec.podSets[*].count}')" 2
+expect_eq "queue of group-a's Workload" "$(jp workloads.kueue.x-k8s.io group-a '{.spec.queueName}')" ringmaster-queue
 for p in a-0 a-1; do
   wait_jsonpath 30 "pod/$p" '{.spec.schedulingGates[*].name}' "" -n "$NS"
   wait_jsonpath 60 "pod/$p" '{.status.phase}' Running -n "$NS"
@@ -73,14 +73,14 @@ for p in a-0 a-1; do
 done
 # The pods own their group's Workload (so it goes when they all do).
 expect_eq "owners of Workload group-a" \
-  "$(jp workload group-a '{range .metadata.ownerReferences[*]}{.kind}/{.name} {end}' | tr ' ' '\n' | sort | xargs)" "Pod/a-0 Pod/a-1"
+  "$(jp workloads.kueue.x-k8s.io group-a '{range .metadata.ownerReferences[*]}{.kind}/{.name} {end}' | tr ' ' '\n' | sort | xargs)" "Pod/a-0 Pod/a-1"
 pass "group-a (2 pods, 1 cpu each): Workload Admitted in ringmaster-cq, both gates removed, both Running"
 
 # --- a group over the quota (2 x 3 cpu > 4): stays gated, nothing scheduled ---
 group_pod b-0 group-b 2 3 || fail "creating pod b-0"
 group_pod b-1 group-b 2 3 || fail "creating pod b-1"
-wait_jsonpath 60 workload/group-b '{.status.conditions[?(@.type=="QuotaReserved")].status}' False -n "$NS"
-msg=$(jp workload group-b '{.status.conditions[?(@.type=="QuotaReserved")].message}')
+wait_jsonpath 60 workloads.kueue.x-k8s.io/group-b '{.status.conditions[?(@.type=="QuotaReserved")].status}' False -n "$NS"
+msg=$(jp workloads.kueue.x-k8s.io group-b '{.status.conditions[?(@.type=="QuotaReserved")].message}')
 grep -q "insufficient" <<<"$msg" || fail "group-b not admitted, but not for quota: '$msg'"
 # Kueue counts it pending in the ClusterQueue: it has been through a
 # scheduling cycle, not merely not yet looked at.

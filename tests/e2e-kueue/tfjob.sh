@@ -50,7 +50,7 @@ group=$(k -n "$NS" get pod first-worker-0 -o 'jsonpath={.metadata.labels.kueue\.
 [ -n "$group" ] || fail "first's pods carry no pod-group label"
 expect_eq "first's group on both pods" \
   "$(k -n "$NS" get pod first-worker-1 -o 'jsonpath={.metadata.labels.kueue\.x-k8s\.io/pod-group-name}')" "$group"
-wait_jsonpath 30 "workload/$group" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
+wait_jsonpath 30 "workloads.kueue.x-k8s.io/$group" '{.status.conditions[?(@.type=="Admitted")].status}' True -n "$NS"
 pass "first (schedulingPolicy.queue; 2 x 2 cpu) admitted as one pod group ($group), Running"
 
 tfjob second label

@@ -27,8 +27,8 @@ group=$(k -n "$NS" get pod "$job-chief-0" -o 'jsonpath={.metadata.labels.kueue\.
 [ -n "$group" ] || fail "the chief's pod carries no pod-group label"
 wait_job_state 240 "$job" Succeeded
 expect_on_real_node "$job"
-expect_eq "ClusterQueue of $group" "$(k -n "$NS" get workload "$group" -o 'jsonpath={.status.admission.clusterQueue}')" ringmaster-cq
-expect_eq "pods in $group's Workload" "$(k -n "$NS" get workload "$group" -o 'jsonpath={.spec.podSets[*].count}')" 3
+expect_eq "ClusterQueue of $group" "$(k -n "$NS" get workloads.kueue.x-k8s.io "$group" -o 'jsonpath={.status.admission.clusterQueue}')" ringmaster-cq
+expect_eq "pods in $group's Workload" "$(k -n "$NS" get workloads.kueue.x-k8s.io "$group" -o 'jsonpath={.spec.podSets[*].count}')" 3
 for reason in Queued Admitted; do
   [ -n "$(k -n "$NS" get events --field-selector "involvedObject.name=$job,reason=$reason" -o name)" ] ||
     fail "no $reason event on the job"
@@ -37,7 +37,7 @@ log=$(k -n "$NS" logs "$job-chief-0")
 grep -q "3 steps verified" <<<"$log" || fail "the chief did not verify 3 steps: $log"
 pass "quickstart through Kueue ($group, 3 pods admitted whole in ringmaster-cq): Succeeded on the real node, 3 steps verified"
 
-wait_jsonpath 60 "workload/$group" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
+wait_jsonpath 60 "workloads.kueue.x-k8s.io/$group" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
 # Nothing held: every pod left is finished, none is being deleted.
 wait_for 60 "the job's pods to finish or go (no pod held by a finalizer)" pods_settled "$job"
 pass "the group's Workload is Finished (quota released); no pod of the job is left terminating"

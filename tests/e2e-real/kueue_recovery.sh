@@ -44,7 +44,7 @@ YAML
 cq_cpu() {  # the ClusterQueue's cpu in use by admitted Workloads
   k get clusterqueue ringmaster-cq -o 'jsonpath={.status.flavorsUsage[0].resources[?(@.name=="cpu")].total}'
 }
-workloads() { k -n "$NS" get workloads -o name | sort | paste -sd' ' -; }
+workloads() { k -n "$NS" get workloads.kueue.x-k8s.io -o name | sort | paste -sd' ' -; }
 events_of() {  # JOB REASON: how many events of that reason the job has
   k -n "$NS" get events --field-selector "involvedObject.name=$1,reason=$2" -o name | grep -c . || true
 }
@@ -77,8 +77,8 @@ drill() {  # JOB RUN_POLICY WHAT
     "$(k -n "$NS" get pod "$worker1" -o 'jsonpath={.metadata.labels.kueue\.x-k8s\.io/pod-group-name}')" "$group"
   expect_eq "$job: Workloads after the replacement" "$(workloads)" "$wl_before"
   expect_eq "$job: $group's Workload admitted" \
-    "$(k -n "$NS" get workload "$group" -o 'jsonpath={.status.conditions[?(@.type=="Admitted")].status}')" True
-  expect_eq "$job: pods in $group's Workload" "$(k -n "$NS" get workload "$group" -o 'jsonpath={.spec.podSets[*].count}')" 3
+    "$(k -n "$NS" get workloads.kueue.x-k8s.io "$group" -o 'jsonpath={.status.conditions[?(@.type=="Admitted")].status}')" True
+  expect_eq "$job: pods in $group's Workload" "$(k -n "$NS" get workloads.kueue.x-k8s.io "$group" -o 'jsonpath={.spec.podSets[*].count}')" 3
   expect_eq "$job: the ClusterQueue's cpu in use after the replacement" "$(cq_cpu)" 600m
   wait_job_state 300 "$job" Succeeded
   expect_eq "$job: Queued events (the first admission only)" "$(events_of "$job" Queued)" 1
@@ -86,7 +86,7 @@ drill() {  # JOB RUN_POLICY WHAT
   log_has "$chief" "$steps steps verified \\([0-9]+ recoveries in place\\)" ||
     fail "$job: the chief: $(k -n "$NS" logs "$chief" | tail -3)"
   pass "$job ($3): worker 1 replaced inside the admitted group $group (one Workload, 3 pods, 600m cpu in use), the others recovered in place, Succeeded"
-  wait_jsonpath 60 "workload/$group" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
+  wait_jsonpath 60 "workloads.kueue.x-k8s.io/$group" '{.status.conditions[?(@.type=="Finished")].status}' True -n "$NS"
   k -n "$NS" delete djob "$job" --wait=false >/dev/null
   wait_for 120 "$job's pods to go" bash -c "[ -z \"\$(kubectl -n $NS get pods -l ringmaster.io/job-name=$job -o name)\" ]"
 }

@@ -1,3 +1,3 @@
 module k8s.io/code-generator
 
-go 1.24.0
+go 1.26.0
