@@ -11,7 +11,7 @@ grep -q "0 chart(s) failed" "$LOGDIR/lint.log" || fail "helm lint: $(cat "$LOGDI
 pass "helm lint"
 # networkPolicy.enabled: the flag, and the RBAC rule for NetworkPolicies only then.
 # helm template renders for the testbed's Kubernetes version: the chart's
-# kubeVersion (>=1.25.0-0) refuses the v1.20 that a helm built without Helm's
+# kubeVersion (>=1.34.0-0) refuses the v1.20 that a helm built without Helm's
 # release ldflags assumes. (tests/chart/render.sh checks the rest offline.)
 kube_version=$(k get --raw /version | sed -n 's/.*"gitVersion": *"\([^"]*\)".*/\1/p')
 [ -n "$kube_version" ] || fail "no gitVersion in the API server's /version"
