@@ -189,8 +189,14 @@ void OrderPlan(Plan& plan, std::vector<ApiAction> prerequisites, std::vector<Api
     if (!actions.empty()) plan.steps.push_back({std::move(actions), on_failure});
   };
   auto write_status = [&] { add({{ApiActionKind::kWriteStatus, "", json(), ""}}, OnFailure::kStop); };
+  // A once-event (a restart's, the end's) is told again only while its
+  // evidence is there (the failed pod, a recent end): one that cannot be
+  // delivered stops the plan before the deletions remove it.
+  const bool once =
+      std::any_of(plan.events.begin(), plan.events.end(), [](const JobEvent& e) { return !e.once.empty(); });
   auto record_events = [&] {
-    if (!plan.events.empty()) add({{ApiActionKind::kRecordEvents, "", json(), ""}}, OnFailure::kContinue);
+    if (!plan.events.empty())
+      add({{ApiActionKind::kRecordEvents, "", json(), ""}}, once ? OnFailure::kStop : OnFailure::kContinue);
   };
   if (status_first) write_status();
   if (status_first || !plan.status) record_events();

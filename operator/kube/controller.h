@@ -92,7 +92,12 @@ class Controller {
   bool CreateOwned(const nlohmann::json& job, const std::string& collection, const struct ApiAction& a,
                    const nlohmann::json& object, const std::string& kind, const std::string& failure_reason);
   void RecordEvent(const nlohmann::json& job, bool warning, const std::string& reason,
-                   const std::string& message, const std::string& once = "");
+                   const std::string& message);
+  // A once-event of the plan (JobEvent::once), delivered before the plan
+  // goes on (EventRecorder::Deliver, for up to kOnceEventWaitFor): an error
+  // stops the plan, and the next look tells it again.
+  Status TellOnce(const nlohmann::json& job, bool warning, const std::string& reason,
+                  const std::string& message, const std::string& once);
   void OnPod(WatchEventType type, const nlohmann::json& pod, const nlohmann::json* old);
   void Resync();
   void UpdateJobGauge();

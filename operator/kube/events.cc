@@ -1,6 +1,8 @@
 // The event recorder (events.h): a bounded queue and one thread that posts.
 #include "events.h"
 
+#include <algorithm>
+
 #include "event_delivery.h"
 #include "log.h"
 #include "observe.h"
@@ -29,20 +31,32 @@ void EventRecorder::Stop(std::chrono::milliseconds grace) {
     }
   }
   cv_.notify_all();
+  stopped_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
-bool EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
-                           bool warning, const std::string& reason, const std::string& message,
-                           const std::string& once) {
+std::string EventRecorder::OnceKey(const json& involved, const std::string& once) {
+  const std::string uid = MetadataString(involved, "uid");
+  // Names are at most 253 characters: the object's part is cut to leave
+  // room for the key (a pod's uid in it) and the object's uid (36 each).
+  return MetadataString(involved, "namespace") + "/" + MetadataString(involved, "name").substr(0, 150) + "." +
+         once + (uid.empty() ? "" : "." + uid);
+}
+
+bool EventRecorder::Known(const json& involved, const std::string& once) {
+  const std::string key = OnceKey(involved, once);
+  std::lock_guard<std::mutex> lock(mu_);
+  return once_known_.count(key) > 0;
+}
+
+json EventRecorder::Make(const json& involved, const std::string& api_version, const std::string& kind,
+                         bool warning, const std::string& reason, const std::string& message,
+                         const std::string& once) {
   const std::string ns = MetadataString(involved, "namespace");
   const int64_t now = NowSeconds();
   const std::string ts = FormatRfc3339(now);
   const std::string object = MetadataString(involved, "name");
-  const std::string uid = MetadataString(involved, "uid");
-  // Names are at most 253 characters: the object's part is cut to leave
-  // room for the key (a pod's uid in it) and the object's uid (36 each).
-  const std::string name = !once.empty() ? object.substr(0, 150) + "." + once + (uid.empty() ? "" : "." + uid)
+  const std::string name = !once.empty() ? OnceKey(involved, once).substr(ns.size() + 1)
                                          : object + "." + std::to_string(now) + "." + std::to_string(seq_++);
   json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
@@ -61,7 +75,24 @@ bool EventRecorder::Record(const json& involved, const std::string& api_version,
              {"firstTimestamp", ts},
              {"lastTimestamp", ts},
              {"count", 1}};
-  const std::string key = ns + "/" + name;
+  return ev;
+}
+
+void EventRecorder::KnowOnce(const std::string& key) {
+  once_known_.insert(key);
+  once_order_.push_back(key);
+  if (once_order_.size() > kOnceKept) {
+    once_known_.erase(once_order_.front());
+    once_order_.pop_front();
+  }
+}
+
+bool EventRecorder::Record(const json& involved, const std::string& api_version, const std::string& kind,
+                           bool warning, const std::string& reason, const std::string& message,
+                           const std::string& once) {
+  json ev = Make(involved, api_version, kind, warning, reason, message, once);
+  const std::string key =
+      ev["metadata"]["namespace"].get<std::string>() + "/" + ev["metadata"]["name"].get<std::string>();
   std::lock_guard<std::mutex> lock(mu_);
   if (!once.empty() && once_known_.count(key)) return false;
   if (stop_ || queue_.size() >= capacity_) {
@@ -69,17 +100,48 @@ bool EventRecorder::Record(const json& involved, const std::string& api_version,
     LogWarning("event dropped: queue full", {{"reason", reason}});
     return false;
   }
-  if (!once.empty()) {
-    once_known_.insert(key);
-    once_order_.push_back(key);
-    if (once_order_.size() > kOnceKept) {
-      once_known_.erase(once_order_.front());
-      once_order_.pop_front();
-    }
-  }
+  if (!once.empty()) KnowOnce(key);
   queue_.push_back({std::move(ev), std::chrono::steady_clock::now(), 0, !once.empty()});
   cv_.notify_one();
   return true;
+}
+
+Status EventRecorder::Deliver(const json& involved, const std::string& api_version, const std::string& kind,
+                              bool warning, const std::string& reason, const std::string& message,
+                              const std::string& once, std::chrono::milliseconds within) {
+  using Clock = std::chrono::steady_clock;
+  if (once.empty()) {  // a fresh name at each telling: nothing to dedupe, nothing to wait for
+    Record(involved, api_version, kind, warning, reason, message);
+    return OkStatus();
+  }
+  json ev = Make(involved, api_version, kind, warning, reason, message, once);
+  const std::string ns = ev["metadata"]["namespace"].get<std::string>();
+  const std::string key = ns + "/" + ev["metadata"]["name"].get<std::string>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (once_known_.count(key) && !std::any_of(queue_.begin(), queue_.end(), [&](const Queued& q) {
+          return q.event["metadata"]["name"] == ev["metadata"]["name"];
+        }))
+      return OkStatus();  // delivered before
+  }
+  const auto start = Clock::now();
+  std::string error;
+  for (int attempts = 1;; ++attempts) {
+    auto resp = client_.Request("POST", "/api/v1/namespaces/" + ns + "/events", &ev);
+    const int code = resp.ok() ? resp->code : 0;
+    error = resp.ok() ? resp->Message() : resp.status().ToString();
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    const EventPostDecision d = DecideEventPost(code, attempts, age);
+    if (d.next == EventPostNext::kDone) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!once_known_.count(key)) KnowOnce(key);
+      return OkStatus();
+    }
+    if (d.next == EventPostNext::kDrop || age + d.delay >= within) break;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopped_cv_.wait_for(lock, d.delay, [&] { return stop_; })) break;
+  }
+  return UnavailableError("event " + key + " (" + reason + ") not recorded: " + error);
 }
 
 void EventRecorder::Run() {

@@ -85,7 +85,13 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         RM_RETURN_IF_ERROR(WriteStatus(key, idx, job, plan));
         break;
       case ApiActionKind::kRecordEvents:
-        for (const auto& e : plan.events) RecordEvent(job, e.warning, e.reason, e.message, e.once);
+        for (const auto& e : plan.events) {
+          if (e.once.empty()) {
+            RecordEvent(job, e.warning, e.reason, e.message);
+          } else {
+            RM_RETURN_IF_ERROR(TellOnce(job, e.warning, e.reason, e.message, e.once));
+          }
+        }
         break;
       case ApiActionKind::kCreateKeySecret: {
         auto bytes = NewJobKey();
@@ -228,16 +234,28 @@ bool Controller::CreateOwned(const json& job, const std::string& collection, con
 }
 
 void Controller::RecordEvent(const json& job, bool warning, const std::string& reason,
-                             const std::string& message, const std::string& once) {
+                             const std::string& message) {
   const JobKind& k = options_.kind;
-  // A once-event told again (a job's end, at each look while recent) that
-  // this recorder has already: nothing to say.
-  if (!recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message, once) &&
-      !once.empty())
-    return;
+  recorder_.Record(job, k.group + "/" + k.version, k.kind, warning, reason, message);
   (warning ? LogWarning : LogInfo)(
       message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},
                 {"reason", reason}});
+}
+
+Status Controller::TellOnce(const json& job, bool warning, const std::string& reason,
+                            const std::string& message, const std::string& once) {
+  const JobKind& k = options_.kind;
+  // Told again (a job's end, at each look while recent) once delivered:
+  // nothing to log, nothing to post.
+  const bool known = recorder_.Known(job, once);
+  RM_RETURN_IF_ERROR(recorder_.Deliver(job, k.group + "/" + k.version, k.kind, warning, reason, message, once,
+                                       kOnceEventWaitFor));
+  if (!known) {
+    (warning ? LogWarning : LogInfo)(
+        message, {{"job", ObjectKey(MetadataString(job, "namespace"), MetadataString(job, "name"))},
+                  {"reason", reason}});
+  }
+  return OkStatus();
 }
 
 }  // namespace ringmaster::op

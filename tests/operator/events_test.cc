@@ -3,7 +3,9 @@
 // again until it takes it; one that refuses an event (403) drops it alone,
 // and the events queued behind either keep their order. A job's end (a
 // once-event) is posted once per recorder under a name of the job's uid, so
-// a second recorder's (a new leader's) is answered 409.
+// a second recorder's (a new leader's) is answered 409. A once-event that
+// cannot wait (a restart's, before its pod goes) is delivered on the
+// caller's thread, within a bound, or is an error.
 #include "events.h"
 
 #include <CivetServer.h>
@@ -148,6 +150,52 @@ TEST(EventRecorder, AJobsEndIsOneEventWhoeverTellsItAndHowOften) {
   EXPECT_EQ(posts[0]["metadata"]["name"], "j.end.u-1");
   EXPECT_EQ(posts[1]["metadata"]["name"], "j.end.u-1");
   EXPECT_EQ(second.dropped(), 0u);  // 409: it exists, delivered
+}
+
+TEST(EventRecorder, AOnceEventDeliveredNowIsPostedBeforeDeliverReturnsThroughARestart) {
+  // The API server restarting (503 twice) while a restart's event must be
+  // told before its pod goes: Deliver posts it on the caller's thread until
+  // it is taken, and a later Deliver of it (the next look) posts nothing.
+  FakeEvents fake({503, 503});
+  fake.Start();
+  auto client = LoopbackClient(fake.port());
+  ASSERT_NE(client, nullptr);
+  EventRecorder recorder(*client);
+  recorder.Start();
+  EXPECT_FALSE(recorder.Known(kJob, "restart.p-1"));
+  const Status st = recorder.Deliver(kJob, "ringmaster.io/v1alpha1", "DistributedJob", true, "JobRestarting",
+                                     "restarting Worker 0", "restart.p-1", std::chrono::seconds(5));
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(fake.Posts().size(), 3u) << "Deliver returned before the event was taken";
+  EXPECT_EQ(fake.Posts()[2]["metadata"]["name"], "j.restart.p-1.u-1");
+  EXPECT_TRUE(recorder.Known(kJob, "restart.p-1"));
+  EXPECT_TRUE(recorder
+                  .Deliver(kJob, "ringmaster.io/v1alpha1", "DistributedJob", true, "JobRestarting",
+                           "restarting Worker 0", "restart.p-1", std::chrono::seconds(5))
+                  .ok());
+  // Nor does the queue post it again.
+  EXPECT_FALSE(recorder.Record(kJob, "ringmaster.io/v1alpha1", "DistributedJob", true, "JobRestarting",
+                               "restarting Worker 0", "restart.p-1"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  recorder.Stop();
+  EXPECT_EQ(fake.Posts().size(), 3u);
+}
+
+TEST(EventRecorder, AOnceEventThatCannotBeDeliveredInTimeIsAnErrorNamingIt) {
+  FakeEvents fake(std::vector<int>(100, 503));
+  fake.Start();
+  auto client = LoopbackClient(fake.port());
+  ASSERT_NE(client, nullptr);
+  EventRecorder recorder(*client);
+  recorder.Start();
+  const Status st = recorder.Deliver(kJob, "ringmaster.io/v1alpha1", "DistributedJob", true, "JobRestarting",
+                                     "restarting Worker 0", "restart.p-1", std::chrono::milliseconds(600));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find("ns/j.restart.p-1.u-1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("JobRestarting"), std::string::npos) << st.message();
+  // Not delivered: a later telling may deliver it.
+  EXPECT_FALSE(recorder.Known(kJob, "restart.p-1"));
+  recorder.Stop();
 }
 
 }  // namespace
