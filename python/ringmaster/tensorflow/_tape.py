@@ -12,7 +12,7 @@ from ._basics import Adasum, Average, reduce_op_value, size
 from .process_sets import ProcessSet, global_process_set
 from .compression import Compression, compressed
 from .functions import broadcast_variables
-from .mpi_ops import _grouped_allreduce, sparse_allreduce
+from .mpi_ops import _grouped_allreduce, pipelined, sparse_allreduce
 
 
 def _split(items: List[int], parts: int) -> List[List[int]]:
@@ -93,13 +93,15 @@ def allreduce_gradients(grads: Sequence[Any], variables: Optional[Sequence[Any]]
         plan = _split(dense, num_groups)
     else:
         plan = _buckets.plan_for(grads, dense, options)  # buckets, the last layers' first
-    for idx in plan:
-        if not idx:
-            continue
-        reduced = compressed(compression, [grads[i] for i in idx], lambda sent: _grouped_allreduce(
-            sent, op=op, prescale_factor=pre, postscale_factor=post, process_set=process_set, options=options))
-        for i, r in zip(idx, reduced):
-            out[i] = r
+    with pipelined():  # in a graph, each bucket on the wire while the next is computed (mpi_ops)
+        for idx in plan:
+            if not idx:
+                continue
+            reduced = compressed(compression, [grads[i] for i in idx], lambda sent: _grouped_allreduce(
+                sent, op=op, prescale_factor=pre, postscale_factor=post, process_set=process_set,
+                options=options))
+            for i, r in zip(idx, reduced):
+                out[i] = r
     return out
 
 

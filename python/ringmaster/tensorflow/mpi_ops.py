@@ -8,7 +8,11 @@ naming the members and their shapes, and the group stays usable.
 
 Ordering: every rank must issue the same collectives in the same order.
 Inside a graph each op gets a control dependency on the previous Ringmaster
-op of the same graph, so the program order is the execution order.
+op of the same graph, so the program order is the execution order. Inside
+``pipelined()`` (the gradient buckets) an all-reduce is two ops: its Start,
+ordered so, hands the call to the engine and returns; its Wait, which
+nothing is ordered after, ends when the engine is done. The next bucket
+then reaches the engine while this one is on the wire.
 """
 from __future__ import annotations
 
@@ -38,6 +42,8 @@ _ops = _build.load()  # builds on the first import (cached), then tf.load_op_lib
 
 _lock = threading.Lock()
 _last_op: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_pipelined: "contextvars.ContextVar[bool]" = contextvars.ContextVar("ringmaster_pipelined", default=False)
+_gpus: List[bool] = []  # [whether TensorFlow sees a GPU], once asked
 
 
 def _normalize_name(name: str) -> str:
@@ -66,6 +72,34 @@ def tensorflow_errors() -> Iterator[None]:
         yield
     finally:
         _errors.reset(token)
+
+
+@contextlib.contextmanager
+def pipelined() -> Iterator[None]:
+    """Inside a graph, the host all-reduces made in this block are split in
+    a Start and a Wait (see the top), so that consecutive calls are on the
+    wire back to back. Eager calls, calls of at most 256 bytes, calls that
+    may run on a GPU and every call under RINGMASTER_TF_SPLIT_BUCKETS=0
+    keep one op."""
+    token = _pipelined.set(True)
+    try:
+        yield
+    finally:
+        _pipelined.reset(token)
+
+
+def _split_allreduce(tensors: Sequence[Any], device: Optional[str]) -> bool:
+    """Whether an all-reduce of ``tensors`` is made as Start and Wait."""
+    if not _pipelined.get() or tf.executing_eagerly() or os.environ.get("RINGMASTER_TF_SPLIT_BUCKETS") == "0":
+        return False
+    if device is None:  # where TensorFlow places it: on a GPU, if it sees one
+        if not _gpus:
+            _gpus.append(bool(tf.config.list_logical_devices("GPU")))
+        if _gpus[0]:
+            return False
+    from . import _buckets
+    sizes = [_buckets.nbytes(t) for t in tensors]
+    return None in sizes or sum(sizes) > 256  # at most 256 bytes: the agreement carries them
 
 
 def _option_attrs(options: Any) -> dict:
@@ -153,16 +187,27 @@ def _grouped_allreduce(tensors: Sequence[Any], name: Optional[str] = None, op: i
                        prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        ignore_name_scope: bool = False, process_set: ProcessSet = global_process_set,
                        options: Any = None) -> List[tf.Tensor]:
-    """One op for the list (the engine packs it by bytes_per_pack)."""
+    """One op for the list (the engine packs it by bytes_per_pack); inside
+    ``pipelined()``, a Start and a Wait."""
+    split: List[Optional[str]] = []  # [the device] when made as Start and Wait
+
     def make(ts: List[tf.Tensor], name: Optional[str], set_id: int) -> Any:
         device = _allreduce_device(set_id, prescale_factor, postscale_factor)
+        kind = _ops.ringmaster_all_reduce
+        if _split_allreduce(ts, device):
+            split.append(device)
+            kind = _ops.ringmaster_all_reduce_start
         with tf.device(device) if device else contextlib.nullcontext():
-            return _ops.ringmaster_all_reduce(
-                ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor),
-                postscale_factor=float(postscale_factor), ignore_name_scope=bool(ignore_name_scope), name=name,
-                **_option_attrs(options))
+            out = kind(ts, reduce_op=int(op), process_set_id=set_id, prescale_factor=float(prescale_factor),
+                       postscale_factor=float(postscale_factor), ignore_name_scope=bool(ignore_name_scope),
+                       name=name, **_option_attrs(options))
+        return [*out.started, out.handle] if split else out  # Start's first output names it (_issue)
 
-    return _list_op(tensors, process_set, name, "Allreduce", make)
+    out = _list_op(tensors, process_set, name, "Allreduce", make)
+    if not split:
+        return out
+    with tf.device(split[0]) if split[0] else contextlib.nullcontext():
+        return list(_ops.ringmaster_all_reduce_wait(out[:-1], out[-1]))
 
 
 def _allreduce(tensor: Any, name: Optional[str] = None, op: int = Sum, prescale_factor: float = 1.0,
@@ -325,6 +370,21 @@ def _allreduce_grad(op: Any, *grads: Any) -> List[Any]:
     return _grouped_allreduce(_zeros_for_none(grads, op.outputs), op=op.get_attr("reduce_op"),
                               prescale_factor=op.get_attr("prescale_factor"),
                               postscale_factor=op.get_attr("postscale_factor"), process_set=_set_of(op))
+
+
+@_tf_ops.RegisterGradient("RingmasterAllReduceStart")
+def _allreduce_start_grad(op: Any, *grads: Any) -> List[Any]:
+    """A split all-reduce's: the same all-reduce of the gradients of its
+    values (the handle has none)."""
+    return _grouped_allreduce(_zeros_for_none(grads[:-1], op.outputs[:-1]), op=op.get_attr("reduce_op"),
+                              prescale_factor=op.get_attr("prescale_factor"),
+                              postscale_factor=op.get_attr("postscale_factor"), process_set=_set_of(op))
+
+
+@_tf_ops.RegisterGradient("RingmasterAllReduceWait")
+def _allreduce_wait_grad(op: Any, *grads: Any) -> List[Any]:
+    """The Wait passes its values on (the Start's gradient reduces them)."""
+    return [*grads, None]
 
 
 def _first_dims(inputs: Sequence[Any], process_set: ProcessSet) -> List[tf.Tensor]:

@@ -130,7 +130,7 @@ class RingmasterCrossDeviceOps(tf.distribute.CrossDeviceOps):
         summed = [i for i in dense if i not in engine_mean]
         for ids, op in ((engine_mean, _basics.Average), (summed, _basics.Sum)):
             for bucket in _buckets.plan_for(flat, ids, options) if ids else []:
-                with mpi_ops.tensorflow_errors():
+                with mpi_ops.tensorflow_errors(), mpi_ops.pipelined():
                     reduced = mpi_ops._grouped_allreduce([flat[i] for i in bucket], op=op, options=options)
                 for i, r in zip(bucket, reduced):
                     out[i] = r / self._group_size if mean and op == _basics.Sum else r

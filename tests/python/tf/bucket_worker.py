@@ -17,11 +17,17 @@ MODE:
                example: the replica context's all_reduce, then
                apply_gradients(..., experimental_aggregate_gradients=False)
 
+  tape_mismatch  the tape, with rank 1's first layer one unit wider: its
+               second bucket (the second layer's kernel) differs in shape
+
 The report has the traced graph's structure (the all-reduce ops in the order
 they are issued; whether the first and the last wait for the slow gradient;
-whether some variable's update waits for the first but not for the last) and,
-where the reduced gradients are the step's own, the times each step's first
-bucket was reduced and its slow gradient was done.
+whether some variable's update waits for the first but not for the last;
+whether the second bucket reaches the engine before the first is reduced,
+i.e. waits for the first's Start only, not for its Wait) and, where the
+reduced gradients are the step's own, the times each step's first bucket
+was reduced and its slow gradient was done. tape_mismatch reports each
+rank's error and the sum of a 4-byte all-reduce made after it.
 
 The slow gradient and the stamps are stateless numpy_functions: TensorFlow
 orders a tf.function's stateful ops without resource inputs (py_function,
@@ -38,7 +44,9 @@ import time
 import numpy as np
 
 SLOW_S = 1.5
-IN, HID, B, STEPS = 8, 16, 4, 3
+# Every gradient above 256 bytes (the smallest bias 512), so that each
+# bucket's all-reduce is a Start and a Wait.
+IN, HID, B, STEPS = 8, 128, 4, 3
 UPDATE_OPS = {"AssignSubVariableOp", "AssignVariableOp", "AssignAddVariableOp", "ResourceApplyGradientDescent"}
 
 
@@ -60,7 +68,10 @@ def ancestors(op):
 
 def structure(graph):
     ops = graph.get_operations()
-    reduces = [op for op in ops if op.type == "RingmasterAllReduce"]
+    # One all-reduce: a RingmasterAllReduce, or a Start (its Wait the op
+    # whose end is the reduction's).
+    reduces = [op for op in ops if op.type in ("RingmasterAllReduce", "RingmasterAllReduceStart")]
+    waits = {op.inputs[-1].op: op for op in ops if op.type == "RingmasterAllReduceWait"}
     before = {op: ancestors(op) for op in reduces}
     # Issue order: each op waits for the ones issued before it.
     reduces.sort(key=lambda op: sum(1 for other in reduces if other in before[op]))
@@ -70,9 +81,11 @@ def structure(graph):
     updates = [op for op in ops if op.type in UPDATE_OPS]
     return {
         "allreduce_ops": len(reduces),
+        "split": sum(1 for op in reduces if op in waits),
         "first_waits_for_slow": slow[0] in before[first],
         "last_waits_for_slow": slow[0] in before[last],
         "update_without_last": any(first in ancestors(u) and last not in ancestors(u) for u in updates),
+        "second_before_first_reduced": len(reduces) > 1 and waits.get(first, first) not in before[reduces[1]],
     }
 
 
@@ -116,9 +129,10 @@ def main():
     r = rm.rank()
     with strategy.scope() if strategy else _null():
         keras.utils.set_random_seed(1)
-        dense1, dense2 = keras.layers.Dense(HID), keras.layers.Dense(1)
+        wide = HID + (1 if mode == "tape_mismatch" and r == 1 else 0)
+        dense1, dense2 = keras.layers.Dense(wide), keras.layers.Dense(HID)
         dense1.build((None, IN))
-        dense2.build((None, HID))
+        dense2.build((None, wide))
         opt = keras.optimizers.SGD(0.01)
         if mode in ("keras", "tf_keras"):
             import ringmaster.tensorflow.keras as rmk
@@ -156,11 +170,11 @@ def main():
                 grads_and_vars = opt.compute_gradients(loss, variables, tape=tape)
                 opt.apply_gradients(grads_and_vars)
                 return loss, mark
-            if mode in ("tape", "tape_one_op"):
+            if mode in ("tape", "tape_one_op", "tape_mismatch"):
                 tape = rm.DistributedGradientTape(tape, num_groups=1 if mode == "tape_one_op" else 0,
                                                   options=one_pack)
             grads = tape.gradient(loss, variables)
-            if mode in ("tape", "tape_one_op"):
+            if mode in ("tape", "tape_one_op", "tape_mismatch"):
                 mark = stamped(grads[-1])
             opt.apply_gradients(zip(grads, variables))
             return loss, mark
@@ -170,6 +184,15 @@ def main():
     y = tf.constant(rng.randn(B, 1).astype(np.float32))
     graph = step.get_concrete_function(x, y).graph
     shape = structure(graph)
+    if mode == "tape_mismatch":
+        try:
+            step(x, y)
+            error = None
+        except tf.errors.OpError as e:
+            error = f"{type(e).__name__}: {e.message}"
+        after = float(rm.allreduce(tf.constant(1.0), op=rm.Sum).numpy())  # the group goes on
+        report(rank=r, mode=mode, **shape, error=error, after=after)
+        return
     for _ in range(STEPS):
         step(x, y)
     report(rank=r, mode=mode, **shape, slow=stamps["slow"], reduced=stamps["reduced"])

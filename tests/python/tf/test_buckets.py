@@ -85,6 +85,10 @@ def group(mode, outdir, env=None):
 def test_each_bucket_is_its_own_op_and_waits_only_for_its_own_gradients(op_library, outdir, mode):
     for rep in group(mode, outdir, MODES[mode]):
         assert rep["allreduce_ops"] == 4, rep  # two Dense layers: kernel and bias each
+        # Each a Start and a Wait: the second bucket is handed to the engine
+        # while the first is still being reduced (its Start waits for the
+        # first's Start, not for its result).
+        assert rep["split"] == 4 and rep["second_before_first_reduced"], rep
         # The second layer's bias comes first and does not wait for the slow
         # gradient; the first layer's kernel comes last and does.
         assert not rep["first_waits_for_slow"] and rep["last_waits_for_slow"], rep
@@ -107,6 +111,21 @@ def test_one_op_for_every_gradient_waits_for_the_whole_backward_pass(op_library,
     every update waits for it."""
     for rep in group("tape_one_op", outdir):
         assert rep["allreduce_ops"] == 1 and rep["first_waits_for_slow"], rep
+        assert not rep["second_before_first_reduced"], rep
         assert not rep["update_without_last"], rep
         for reduced, slow in list(zip(rep["reduced"], rep["slow"]))[1:]:
             assert reduced > slow, rep
+
+
+def test_a_bucket_whose_shapes_differ_fails_on_every_member_naming_both_shapes(op_library, outdir):
+    """The Start agrees before it hands the call over: rank 1's second layer
+    is one input wider, so its second bucket (that layer's kernel) fails on
+    every member in Horovod's style, naming the ranks and both shapes, and
+    the group goes on."""
+    reports = group("tape_mismatch", outdir, {"RINGMASTER_BYTES_PER_PACK": "1"})
+    for rep in reports:
+        assert rep["split"] == 4, rep
+        error = rep["error"] or ""
+        assert error.startswith("FailedPreconditionError") and "mismatched shapes" in error, rep
+        assert "rank 1" in error and "[128,128]" in error and "[129,128]" in error, rep
+        assert rep["after"] == 3.0, rep

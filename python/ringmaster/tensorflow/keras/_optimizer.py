@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import tensorflow as tf
 
 from ..gradient_aggregation import LocalGradientAggregationHelper, reduce_except_local, variable_key
+from ..mpi_ops import pipelined
 from . import _impl
 
 
@@ -77,11 +78,12 @@ def make_allreduce_grads_fn(compression: Any, sparse_as_dense: bool, op: Any, gr
             from .._tape import _split  # consecutive groups of near-equal length, as the tape's
             split = _split(present, int(groups))
         out = list(grads)
-        for members in split:
-            if not members:
-                continue
-            for i, r in zip(members, reduce_list([grads[i] for i in members])):
-                out[i] = r
+        with pipelined():  # in a graph, each bucket on the wire while the next is computed (mpi_ops)
+            for members in split:
+                if not members:
+                    continue
+                for i, r in zip(members, reduce_list([grads[i] for i in members])):
+                    out[i] = r
         return out
 
     return allreduce_grads
