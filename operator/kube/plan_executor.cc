@@ -85,12 +85,14 @@ Status Controller::RunStep(const std::string& key, size_t idx, const json& job, 
         RM_RETURN_IF_ERROR(WriteStatus(key, idx, job, plan));
         break;
       case ApiActionKind::kRecordEvents:
+        // The others first: they are only queued, and a once-event that
+        // cannot be delivered stops the plan (the next look tells it again,
+        // not them).
         for (const auto& e : plan.events) {
-          if (e.once.empty()) {
-            RecordEvent(job, e.warning, e.reason, e.message);
-          } else {
-            RM_RETURN_IF_ERROR(TellOnce(job, e.warning, e.reason, e.message, e.once));
-          }
+          if (e.once.empty()) RecordEvent(job, e.warning, e.reason, e.message);
+        }
+        for (const auto& e : plan.events) {
+          if (!e.once.empty()) RM_RETURN_IF_ERROR(TellOnce(job, e.warning, e.reason, e.message, e.once));
         }
         break;
       case ApiActionKind::kCreateKeySecret: {
