@@ -2,8 +2,10 @@
 """The operator's fault soak: jobs of both kinds under control-plane faults.
 
 N jobs, DistributedJobs and Kubeflow TFJobs in turn, run on the testbed's
-kwok nodes, reconciled by two `ringmaster-operator` replicas under leader
-election (with --tfjob), while faults are injected at random times:
+kwok nodes and, --real of them at a time, on its real node (kubelet and
+containerd: real pods, whose kubelet meets the same faults), reconciled by
+two `ringmaster-operator` replicas under leader election (with --tfjob),
+while faults are injected at random times:
 
   apiserver   the kube-apiserver restarted (scripts/testbed restart-apiserver):
               watches resumed from an older resourceVersion get 410 Gone
@@ -26,7 +28,9 @@ a new job replaces each that ended, so that faults keep meeting jobs in
 flight.
 
 Meanwhile each job's pods fail as its plan says, one at a time: a worker
-exits 137 (restartPolicy ExitCode: the pod is recreated, the job's
+exits 137 (a kwok pod's status is patched, scripts/testbed pod-exit; a real
+pod's container is told through `kubectl exec` to exit with the code, and
+does) (restartPolicy ExitCode: the pod is recreated, the job's
 restartCount goes up by one), and at the end every pod exits 0 (the job
 must be Succeeded) or, for one job in four, a worker exits 3 (the job must
 be Failed, reason ReplicaFailed for a DistributedJob, TFJobFailed for a
@@ -42,13 +46,16 @@ When every job has ended, the drill checks, job by job:
   objects     pods and Services as many as the job's replicas (a
               DistributedJob has one Service, a TFJob one per replica), each
               owned by its job; none in the namespace owned by nothing
+  nodes       a real job's pods bound to the real node, the others' to kwok
+              nodes
   memory      each operator's peak resident memory (VmHWM) under --max-rss
 
 and, once the jobs are deleted, that no pod or Service is left.
 
   scripts/testbed up
+  scripts/images build && scripts/testbed exec scripts/images load   # for --real
   scripts/testbed exec python3 bench/drills/soak.py build/bin/ringmaster-operator \\
-      [--jobs 6] [--faults 20] [--seed S] [--workers 2] [--conflicts P] [--slow P] [--logs DIR]
+      [--jobs 6] [--real 2] [--faults 20] [--seed S] [--workers 2] [--conflicts P] [--slow P] [--logs DIR]
 
 Exit status 0 when every check held; 1 otherwise (the operators' logs are
 then kept under --logs).
@@ -77,6 +84,11 @@ REPO = Path(__file__).resolve().parents[2]
 FAULTS = ("apiserver", "etcd", "compact", "operator")
 LEASE = "soak-lease"
 IMAGE = "ghcr.io/ringmaster/worker:0.1.0"
+REAL_NODE = os.environ.get("RINGMASTER_REAL_NODE", "ringmaster-real-0")
+# A real pod's container: it runs until told, through `kubectl exec`, the code to exit with (EXIT_FILE).
+EXIT_FILE = "/tmp/ringmaster-soak-exit"
+REAL_COMMAND = ["sh", "-c", f"trap 'exit 143' TERM; until [ -f {EXIT_FILE} ]; do sleep 0.2; done; "
+                f"exit \"$(cat {EXIT_FILE})\""]
 
 
 def kubectl(*args: str, input: str | None = None, check: bool = True, timeout: float = 30) -> str:
@@ -110,6 +122,7 @@ class Job:
     workers: int
     failures: int  # exits 137 to inject
     ends_failed: bool  # the last exit is 3, not 0 for all
+    real: bool = False  # its pods on the real node, not on kwok's
     injected: int = 0
     failed_uids: set[str] = field(default_factory=set)
     ending: bool = False
@@ -126,6 +139,13 @@ class Job:
         tf = self.kind == "TFJob"
         api, specs, container = ("kubeflow.org/v1", "tfReplicaSpecs", "tensorflow") if tf else \
             ("ringmaster.io/v1alpha1", "replicaSpecs", "trainer")
+        if self.real:
+            pod = {"nodeSelector": {"ringmaster.io/node": "real"}, "terminationGracePeriodSeconds": 5,
+                   "tolerations": [{"key": "ringmaster.io/real-node", "operator": "Exists", "effect": "NoSchedule"}],
+                   "containers": [{"name": container, "image": IMAGE, "command": REAL_COMMAND,
+                                   "env": [{"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}]}]}
+        else:
+            pod = {"containers": [{"name": container, "image": IMAGE, "command": ["ringmaster-worker"]}]}
         return f"""apiVersion: {api}
 kind: {self.kind}
 metadata: {{name: {self.name}}}
@@ -135,7 +155,7 @@ spec:
     Worker:
       replicas: {self.workers}
       restartPolicy: ExitCode
-      template: {{spec: {{containers: [{{name: {container}, image: {IMAGE}, command: [ringmaster-worker]}}]}}}}
+      template: {{spec: {json.dumps(pod)}}}
 """
 
     def label(self) -> str:
@@ -271,13 +291,22 @@ class Injector(threading.Thread):
             self.error = f"{type(e).__name__}: {e}"
 
 
-def pod_exit(ns: str, pod: str, code: int) -> None:
+def pod_exit(ns: str, job: Job, pod: dict, code: int) -> None:
+    """Ends a pod with an exit code: a kwok pod's status patched, a real pod's container told to exit. A real
+    pod is told only while it is the pod drawn (its uid): a retry after a reply lost to a fault must not end
+    the pod the operator made in its place."""
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    if job.real:
+        script = f'if [ "$POD_UID" = {uid} ]; then echo {code} > {EXIT_FILE}; fi'
+        cmd = ["kubectl", "--request-timeout=30s", "-n", ns, "exec", name, "--", "sh", "-c", script]
+    else:
+        cmd = [os.environ["RINGMASTER_TESTBED"], "pod-exit", ns, name, str(code)]
+
     def once() -> None:
-        p = subprocess.run([os.environ["RINGMASTER_TESTBED"], "pod-exit", ns, pod, str(code)],
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             raise RuntimeError(p.stderr.strip())
-    until_ok(f"pod-exit {pod} {code}", once)
+    until_ok(f"end {name} with {code}", once)
 
 
 def step(ns: str, job: Job, rng: random.Random, now: float, pause: float) -> None:
@@ -290,6 +319,12 @@ def step(ns: str, job: Job, rng: random.Random, now: float, pause: float) -> Non
     if restarts > job.injected:
         job.problems.append(f"restartCount {restarts} after {job.injected} failure(s)")
     pods = get_json(ns, "pods", "-l", job.label())["items"]
+    for p in pods:
+        node = (p.get("spec") or {}).get("nodeName")
+        if node and (node == REAL_NODE) != job.real:
+            job.problems.append(f"pod {p['metadata']['name']} on node '{node}', want "
+                                f"{REAL_NODE if job.real else 'a kwok node'}")
+            return
     live = [p for p in pods if p["metadata"]["uid"] not in job.failed_uids
             and not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running"]
     if len(live) != job.workers or restarts < job.injected:
@@ -302,15 +337,15 @@ def step(ns: str, job: Job, rng: random.Random, now: float, pause: float) -> Non
     if job.injected < job.failures:
         pod = rng.choice(live)
         job.failed_uids.add(pod["metadata"]["uid"])
-        pod_exit(ns, pod["metadata"]["name"], 137)
+        pod_exit(ns, job, pod, 137)
         job.injected += 1
     else:
         job.ending = True
         if job.ends_failed:
-            pod_exit(ns, rng.choice(live)["metadata"]["name"], 3)
+            pod_exit(ns, job, rng.choice(live), 3)
         else:
             for p in live:
-                pod_exit(ns, p["metadata"]["name"], 0)
+                pod_exit(ns, job, p, 0)
 
 
 def event_counts(ns: str) -> dict[tuple[str, str], int]:
@@ -326,6 +361,7 @@ def check(ns: str, jobs: list[Job], ops: Operators, max_rss_mib: int) -> list[st
     problems: list[str] = []
     events = event_counts(ns)
     uids: dict[str, str] = {}
+    by_name = {job.name: job for job in jobs}
     for job in jobs:
         obj = get_json(ns, job.resource, job.name)
         uids[obj["metadata"]["uid"]] = job.name
@@ -352,8 +388,13 @@ def check(ns: str, jobs: list[Job], ops: Operators, max_rss_mib: int) -> list[st
             job = uids.get(refs[0]["uid"]) if refs else None
             if job is None:
                 problems.append(f"{kind[:-1]} {o['metadata']['name']} is owned by no job of the drill")
-            else:
-                owned[job] += 1
+                continue
+            owned[job] += 1
+            if kind == "pods":
+                node, real = (o.get("spec") or {}).get("nodeName", ""), by_name[job].real
+                if (node == REAL_NODE) != real:
+                    by_name[job].problems.append(f"pod {o['metadata']['name']} on node '{node}', want "
+                                                 f"{REAL_NODE if real else 'a kwok node'}")
         for job in jobs:
             if owned[job.name] != per_job(job):
                 job.problems.append(f"{owned[job.name]} {kind}, want {per_job(job)}")
@@ -391,6 +432,9 @@ def main() -> int:
                     help="jobs at once, both kinds in turn; while faults remain, a new job replaces each that "
                          "ended (default 4)")
     ap.add_argument("--faults", type=int, default=20, help="control-plane faults to inject (default 20)")
+    ap.add_argument("--real", type=int, default=0,
+                    help="of those, how many run on the testbed's real node at a time, both kinds in turn (its "
+                         "worker image imported: scripts/images load; default 0)")
     ap.add_argument("--failures", type=int, default=3, help="most member failures per job (default 3)")
     ap.add_argument("--workers", type=int, default=2, help="workers per job (default 2)")
     ap.add_argument("--pause", type=float, default=4.0,
@@ -412,12 +456,14 @@ def main() -> int:
                     help="where to keep the operators' logs (default: a new directory, only when a check fails)")
     a = ap.parse_args()
     for flag, value, least in (("--jobs", a.jobs, 1), ("--faults", a.faults, 0), ("--failures", a.failures, 0),
-                               ("--workers", a.workers, 1), ("--lease", a.lease, 4)):
+                               ("--workers", a.workers, 1), ("--lease", a.lease, 4), ("--real", a.real, 0)):
         if value < least:
             ap.error(f"{flag} must be at least {least}, not {value}")
     for flag, value in (("--conflicts", a.conflicts), ("--slow", a.slow)):
         if not 0 <= value <= 1:
             ap.error(f"{flag} must be between 0 and 1, not {value}")
+    if a.real > a.jobs:
+        ap.error(f"--real must be at most --jobs ({a.jobs}), not {a.real}")
     if a.conflicts + a.slow > 1:
         ap.error(f"--conflicts and --slow must add up to at most 1, not {a.conflicts + a.slow}")
     if not 0 <= a.gap[0] <= a.gap[1]:
@@ -430,7 +476,16 @@ def main() -> int:
     rng = random.Random(seed)
     ns = f"soak-{seed % 100000}-{os.getpid() % 10000}"
     logs = Path(tempfile.mkdtemp(prefix="ringmaster-soak."))
-    print(f"soak: seed {seed}, namespace {ns}, {a.jobs} jobs x {a.workers} workers, {a.faults} faults", flush=True)
+    print(f"soak: seed {seed}, namespace {ns}, {a.jobs} jobs x {a.workers} workers ({a.real} on the real node), "
+          f"{a.faults} faults", flush=True)
+    end = time.monotonic() + 60  # the kubelet reports an image just imported with its next node status
+    while a.real and f'"{IMAGE}"' not in kubectl(
+            "get", "node", REAL_NODE, "-o", "jsonpath={range .status.images[*]}{.names}{\"\\n\"}{end}"):
+        if time.monotonic() > end:
+            print(f"soak: --real {a.real}: {IMAGE} is not on node {REAL_NODE}: run `scripts/images build` and "
+                  "`scripts/testbed exec scripts/images load` first", file=sys.stderr)
+            return 2
+        time.sleep(1)
 
     kubectl("create", "namespace", ns)
     kubectl("apply", "-f", str(REPO / "manifests"))
@@ -448,8 +503,9 @@ def main() -> int:
 
     def new_job() -> None:
         i = len(jobs)
+        real = sum(j.real and j.ended_at is None for j in jobs) < a.real
         job = Job("DistributedJob" if i % 2 == 0 else "TFJob", f"soak-{i}", a.workers, rng.randint(0, a.failures),
-                  ends_failed=(i % 4 == 3))
+                  ends_failed=(i % 4 == 3), real=real)
         until_ok(f"create {job.name}", lambda: kubectl("-n", ns, "apply", "-f", "-", input=job.manifest()))
         job.created_at = time.monotonic() - start
         jobs.append(job)
@@ -471,7 +527,7 @@ def main() -> int:
             while injector.is_alive() and sum(j.ended_at is None for j in jobs) < a.jobs:
                 new_job()  # faults remain: a new job for each that ended
             problems += [f"operator {e}" for e in ops.reap()]
-            if injector.error or problems:
+            if injector.error or problems or any(j.problems for j in jobs):
                 break
             if all(j.ended_at is not None for j in jobs) and not injector.is_alive():
                 break
@@ -484,7 +540,9 @@ def main() -> int:
         injector.join(timeout=200)
         if injector.error:
             problems.append(f"fault injection failed: {injector.error}")
-        if not problems:
+        if problems or any(j.problems for j in jobs):
+            problems += [f"{job.kind} {job.name}: {p}" for job in jobs for p in job.problems]
+        else:
             time.sleep(3)  # the last events and status writes of the leader
             problems += until_ok("read the jobs back", lambda: check(ns, jobs, ops, a.max_rss))
             until_ok("delete the jobs", lambda: kubectl("-n", ns, "delete", "djob,tfjob", "--all", "--wait=false"))
@@ -507,7 +565,8 @@ def main() -> int:
     relists = sum(f.read_text(errors="replace").count("resourceVersion expired (410)") for f in logs.glob("*.log"))
     print(f"soak: {len(injector.done)} faults in {time.monotonic() - start:.0f}s (" +
           ", ".join(f"{k} {kinds[k]}" for k in FAULTS) + f"); {sum(j.injected for j in jobs)} member failures "
-          f"in {len(jobs)} jobs ({sum(j.kind == 'TFJob' for j in jobs)} TFJobs); {ops.started} operator starts "
+          f"in {len(jobs)} jobs ({sum(j.kind == 'TFJob' for j in jobs)} TFJobs, {sum(j.real for j in jobs)} on the "
+          f"real node, {sum(j.real and j.kind == 'TFJob' for j in jobs)} of them TFJobs); {ops.started} operator starts "
           f"({ops.lease_lost} after a lost lease); {relists} relists after 410 Gone; "
           f"peak operator memory {max(ops.peak_kib.values(), default=0) // 1024} MiB; the proxy answered "
           f"{proxy.counts.conflicts} of {proxy.counts.requests} requests 409 and held {proxy.counts.delayed} "
@@ -516,7 +575,7 @@ def main() -> int:
     for t, kind, what in injector.done:
         print(f"  {t:7.1f}s {kind:9s} {what}")
     for job in jobs:
-        print(f"  {job.kind:14s} {job.name}: {job.injected} failure(s), "
+        print(f"  {job.kind:14s} {job.name}{' (real)' if job.real else ''}: {job.injected} failure(s), "
               f"{'Failed' if job.ends_failed else 'Succeeded'} wanted, created at {job.created_at:.1f}s, ended at "
               f"{job.ended_at:.1f}s" if job.ended_at is not None else f"  {job.name}: did not end")
     if problems or a.logs:
