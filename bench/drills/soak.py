@@ -28,13 +28,13 @@ a new job replaces each that ended, so that faults keep meeting jobs in
 flight.
 
 Meanwhile each job's pods fail as its plan says, one at a time: a worker
-exits 137 (a kwok pod's status is patched, scripts/testbed pod-exit; a real
-pod's container is told through `kubectl exec` to exit with the code, and
-does) (restartPolicy ExitCode: the pod is recreated, the job's
+exits 137 (restartPolicy ExitCode: the pod is recreated, the job's
 restartCount goes up by one), and at the end every pod exits 0 (the job
 must be Succeeded) or, for one job in four, a worker exits 3 (the job must
 be Failed, reason ReplicaFailed for a DistributedJob, TFJobFailed for a
-TFJob). A failure is injected only once the one before it is counted and
+TFJob). A kwok pod "exits" by a patch of its status (scripts/testbed
+pod-exit); a real pod's container is told through `kubectl exec` the code
+to exit with, and exits. A failure is injected only once the one before it is counted and
 the job's pods are Running again.
 
 When every job has ended, the drill checks, job by job:
@@ -291,6 +291,14 @@ class Injector(threading.Thread):
             self.error = f"{type(e).__name__}: {e}"
 
 
+def wrong_node(job: Job, pod: dict) -> str | None:
+    """Why the pod is not where its job runs (a real job on the real node, any other on kwok's), or None."""
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    if not node or (node == REAL_NODE) == job.real:
+        return None
+    return f"pod {pod['metadata']['name']} on node '{node}', want {REAL_NODE if job.real else 'a kwok node'}"
+
+
 def pod_exit(ns: str, job: Job, pod: dict, code: int) -> None:
     """Ends a pod with an exit code: a kwok pod's status patched, a real pod's container told to exit. A real
     pod is told only while it is the pod drawn (its uid): a retry after a reply lost to a fault must not end
@@ -319,12 +327,10 @@ def step(ns: str, job: Job, rng: random.Random, now: float, pause: float) -> Non
     if restarts > job.injected:
         job.problems.append(f"restartCount {restarts} after {job.injected} failure(s)")
     pods = get_json(ns, "pods", "-l", job.label())["items"]
-    for p in pods:
-        node = (p.get("spec") or {}).get("nodeName")
-        if node and (node == REAL_NODE) != job.real:
-            job.problems.append(f"pod {p['metadata']['name']} on node '{node}', want "
-                                f"{REAL_NODE if job.real else 'a kwok node'}")
-            return
+    misplaced = [w for p in pods if (w := wrong_node(job, p))]
+    if misplaced:
+        job.problems += misplaced
+        return
     live = [p for p in pods if p["metadata"]["uid"] not in job.failed_uids
             and not p["metadata"].get("deletionTimestamp") and (p.get("status") or {}).get("phase") == "Running"]
     if len(live) != job.workers or restarts < job.injected:
@@ -390,11 +396,8 @@ def check(ns: str, jobs: list[Job], ops: Operators, max_rss_mib: int) -> list[st
                 problems.append(f"{kind[:-1]} {o['metadata']['name']} is owned by no job of the drill")
                 continue
             owned[job] += 1
-            if kind == "pods":
-                node, real = (o.get("spec") or {}).get("nodeName", ""), by_name[job].real
-                if (node == REAL_NODE) != real:
-                    by_name[job].problems.append(f"pod {o['metadata']['name']} on node '{node}', want "
-                                                 f"{REAL_NODE if real else 'a kwok node'}")
+            if kind == "pods" and (why := wrong_node(by_name[job], o)):
+                by_name[job].problems.append(why)
         for job in jobs:
             if owned[job.name] != per_job(job):
                 job.problems.append(f"{owned[job.name]} {kind}, want {per_job(job)}")
