@@ -303,22 +303,28 @@ Decision Reconcile(const DistributedJob& job, const JobStatus& status,
       if (const std::string& uid = by_key.at(a.key)->uid; !uid.empty()) s.counted_failures[a.key] = uid;
     }
     const std::string names = JoinList(restarts_wanted, [](const auto& a) { return Describe(a.key); });
-    // One failure's event is a once-event of that pod: an operator that
-    // takes over before the pod is gone tells it again under the same name
-    // (above), and the API server keeps one.
-    const std::string& uid = by_key.at(restarts_wanted.front().key)->uid;
-    const std::string once = restarts_wanted.size() == 1 && !uid.empty() ? "restart." + uid : "";
-    if (job.run_policy.recovery == RecoveryPolicy::kInPlace) {
+    const bool in_place = job.run_policy.recovery == RecoveryPolicy::kInPlace;
+    if (in_place) {
       // From its latest failure: its newest incarnation is what the others wait for.
       for (const auto& a : restarts_wanted) s.replacements[a.key] = now;
-      const std::string why = RecoveringWhy(names, restarts, limit);
-      SetExclusive(s, ConditionType::kRecovering, "RecoveringInPlace", why, now,
-                   {ConditionType::kRunning, ConditionType::kRestarting});
-      d.events.push_back({true, "Recovering", why, once});
+      SetExclusive(s, ConditionType::kRecovering, "RecoveringInPlace", RecoveringWhy(names, restarts, limit),
+                   now, {ConditionType::kRunning, ConditionType::kRestarting});
     } else {
       SetExclusive(s, ConditionType::kRestarting, "JobRestarting", "restarting " + names, now,
                    {ConditionType::kRunning});
-      d.events.push_back({true, "JobRestarting", "restarting " + names, once});
+    }
+    // One event per failure, a once-event of its pod: an operator that
+    // takes over before the pod is gone tells it again under the same name
+    // (above), and the API server keeps one, however many failed together.
+    int numbered = restarts - static_cast<int>(restarts_wanted.size());
+    for (const auto& a : restarts_wanted) {
+      const std::string& uid = by_key.at(a.key)->uid;
+      const std::string once = uid.empty() ? "" : "restart." + uid;
+      if (in_place) {
+        d.events.push_back({true, "Recovering", RecoveringWhy(Describe(a.key), ++numbered, limit), once});
+      } else {
+        d.events.push_back({true, "JobRestarting", "restarting " + Describe(a.key), once});
+      }
     }
     d.actions.insert(d.actions.end(), restarts_wanted.begin(), restarts_wanted.end());
     all_running = false;

@@ -113,6 +113,33 @@ TEST(PlanOrder, ALeaderThatTakesOverMidRestartTellsTheSameRestartEvent) {
   EXPECT_EQ(status.value("restartCount", -1), 1) << "counted again";
 }
 
+TEST(PlanOrder, FailuresActedOnTogetherAreAnEventEachToldAgainUnderTheirNames) {
+  // Workers 0 and 1 exit before one reconcile: one restart of both, and an
+  // event for each failure, named for its pod. A leader killed before it
+  // deletes them is followed by one that tells the same two events (the
+  // API server keeps one of each), not a third under a name of its own.
+  WorkerExited w;
+  w.pods[1] = PodWithPhase(w.pods[1], "Failed", 137);
+  w.pods[1]["metadata"]["uid"] = "pod-uid-1";
+  w.pods[2]["metadata"]["uid"] = "pod-uid-2";
+  const json svc = json::object();
+  const Plan first = PlanJob(w.job, w.pods, &svc, {}, kNow, {});
+  auto names = [](const Plan& p) {
+    std::vector<std::string> out;
+    for (const JobEvent& e : p.events) out.push_back(e.reason + " " + e.once + ": " + e.message);
+    return out;
+  };
+  const std::vector<std::string> want{"JobRestarting restart.pod-uid-1: restarting Worker 0",
+                                      "JobRestarting restart.pod-uid-2: restarting Worker 1"};
+  EXPECT_EQ(names(first), want);
+  ASSERT_TRUE(first.status);
+  EXPECT_EQ(first.status->value("restartCount", -1), 2);
+  const Plan next = PlanJob(WithStatus(w.job, first), w.pods, &svc, {}, kNow + 1, {});
+  EXPECT_EQ(names(next), want);
+  const json status = next.status.value_or(WithStatus(w.job, first)["status"]);
+  EXPECT_EQ(status.value("restartCount", -1), 2) << "counted again";
+}
+
 TEST(PlanOrder, TheTtlWritesTheStatusBeforeTheJobIsDeleted) {
   json job = QuickstartObject();
   job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 30;
