@@ -34,8 +34,8 @@ must be Succeeded) or, for one job in four, a worker exits 3 (the job must
 be Failed, reason ReplicaFailed for a DistributedJob, TFJobFailed for a
 TFJob). A kwok pod "exits" by a patch of its status (scripts/testbed
 pod-exit); a real pod's container is told through `kubectl exec` the code
-to exit with, and exits. A failure is injected only once the one before it is counted and
-the job's pods are Running again.
+to exit with, and exits. A failure is injected only once the one before
+it is counted and the job's pods are Running again.
 
 When every job has ended, the drill checks, job by job:
 
