@@ -498,6 +498,50 @@ cudaError_t FuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   attr->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
+// The table kernel as it runs, reading its table from device memory then:
+// every chunk of every item exactly once, each chunk copied where its index
+// entry says (a wrong entry copies the wrong bytes, as on a GPU), anything
+// else recorded as a violation.
+void RunCopyTable(const RmBatchedCopyTableParams& t, const void* table, const void* chunk_table) {
+  const char* raw =
+      Shadow(table, size_t{t.count} * sizeof(RmBatchedCopyItem), "the batched copy table (read)");
+  const char* raw_chunks =
+      Shadow(chunk_table, size_t{t.chunk_count} * sizeof(unsigned), "the batched copy chunks (read)");
+  if (!raw || !raw_chunks) return;
+  std::vector<RmBatchedCopyItem> items(t.count);
+  std::memcpy(items.data(), raw, items.size() * sizeof(RmBatchedCopyItem));
+  std::vector<unsigned> chunks(t.chunk_count);
+  std::memcpy(chunks.data(), raw_chunks, chunks.size() * sizeof(unsigned));
+  size_t next = 0;  // the chunks must be the items', in order, without gaps
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t n = (items[i].bytes + t.chunk_bytes - 1) / t.chunk_bytes;
+    bool right = items[i].first_chunk == next && next + n <= chunks.size();
+    for (size_t k = 0; right && k < n; ++k) right = chunks[next + k] == i;
+    if (!right) {
+      S().violations.push_back("the batched copy table's item " + std::to_string(i) + " (first chunk " +
+                               std::to_string(items[i].first_chunk) + ") does not own chunks " +
+                               std::to_string(next) + ".." + std::to_string(next + n));
+      return;
+    }
+    next += n;
+  }
+  if (next != chunks.size()) {
+    S().violations.push_back("the batched copy table has " + std::to_string(chunks.size()) + " chunks for " +
+                             std::to_string(next) + " of its items'");
+    return;
+  }
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const RmBatchedCopyItem& it = items[chunks[c]];
+    const size_t off = (c - it.first_chunk) * size_t{t.chunk_bytes};
+    const size_t n = std::min<size_t>(t.chunk_bytes, it.bytes - off);
+    const char* from = Shadow(reinterpret_cast<const void*>(static_cast<uintptr_t>(it.src + off)), n,
+                              "the batched copy table kernel (read)");
+    char* to = Shadow(reinterpret_cast<void*>(static_cast<uintptr_t>(it.dst + off)), n,
+                      "the batched copy table kernel (write)");
+    if (from && to) std::memmove(to, from, n);
+  }
+}
+
 cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t, cudaStream_t s) {
   Lock lock(S().mu);
   const int d = NeedContext();
@@ -509,29 +553,14 @@ cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, s
   if (func == &g_table_kernel) {
     const RmBatchedCopyTableParams t = *static_cast<const RmBatchedCopyTableParams*>(args[0]);
     const void* table = reinterpret_cast<const void*>(static_cast<uintptr_t>(t.items));
-    if (t.count == 0 || !FindDevice(table)) return cudaErrorInvalidValue;
+    const void* chunk_table = reinterpret_cast<const void*>(static_cast<uintptr_t>(t.chunks));
+    if (t.count == 0 || t.chunk_count == 0 || t.chunk_bytes == 0 || t.chunk_bytes % 16 != 0 || grid.x == 0 ||
+        !FindDevice(table) || !FindDevice(chunk_table))
+      return cudaErrorInvalidValue;
     ++S().stats.kernel_launches;
     ++S().stats.table_launches;
-    const unsigned grid_x = grid.x;
-    Enqueue(st, [t, table, grid_x] {
-      const char* raw =
-          Shadow(table, size_t{t.count} * sizeof(RmBatchedCopyItem), "the batched copy table (read)");
-      if (!raw) return true;
-      std::vector<RmBatchedCopyItem> items(t.count);
-      std::memcpy(items.data(), raw, items.size() * sizeof(RmBatchedCopyItem));
-      if (items.back().block_end != grid_x) {
-        S().violations.push_back("the batched copy table kernel ran with a grid of " +
-                                 std::to_string(grid_x) + " blocks for a table whose blocks end at " +
-                                 std::to_string(items.back().block_end));
-        return true;
-      }
-      for (const RmBatchedCopyItem& it : items) {
-        const void* src = reinterpret_cast<const void*>(static_cast<uintptr_t>(it.src));
-        void* dst = reinterpret_cast<void*>(static_cast<uintptr_t>(it.dst));
-        const char* from = Shadow(src, it.bytes, "the batched copy table kernel (read)");
-        char* to = Shadow(dst, it.bytes, "the batched copy table kernel (write)");
-        if (from && to) std::memmove(to, from, it.bytes);
-      }
+    Enqueue(st, [t, table, chunk_table] {
+      RunCopyTable(t, table, chunk_table);
       return true;
     });
     return cudaSuccess;

@@ -4,11 +4,12 @@
 //  - hundreds of items of mixed sizes (1 byte to 4 MiB, plus one past the
 //    direct-copy threshold) at odd offsets, random data, every byte compared
 //    and the bytes around each item untouched, through every path (the
-//    automatic one, the kernel by value, its table form, one
-//    cudaMemcpyAsync per item, and cudaMemcpyBatchAsync where the runtime
-//    has it);
+//    automatic one, the kernel by value, its table form (with chunks of
+//    several sizes), one cudaMemcpyAsync per item, and cudaMemcpyBatchAsync
+//    where the runtime has it);
 //  - a throughput print (GB/s, host enqueue to completion) for 4 KiB, 64 KiB
-//    and 1 MiB items, 64 MiB in all, against one 64 MiB cudaMemcpyAsync.
+//    and 1 MiB items, 64 MiB in all, against one 64 MiB cudaMemcpyAsync,
+//    per path and for the table form per chunk size.
 // Nothing is gated on time.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -91,7 +92,11 @@ class BatchedCopyDevice : public ::testing::Test {
   // the agent's packs), the others without.
   Status Copy(CopyPath path, std::span<const CopyItem> items) {
     const bool with_table = path == CopyPath::kAuto || path == CopyPath::kKernelTable;
-    if (with_table) table_.BeginCall(items.size());
+    if (with_table) {
+      size_t bytes = 0;
+      for (const CopyItem& it : items) bytes += it.bytes;
+      table_.BeginCall(items.size(), bytes);
+    }
     return BatchedCopyVia(path, *api_, items, stream_, 0, with_table ? &table_ : nullptr);
   }
   const GpuApi* api_ = nullptr;
@@ -142,8 +147,13 @@ TEST_F(BatchedCopyDevice, MixedSizesAndOddAlignmentsEveryByteEveryPath) {
   for (size_t i = 0; i < sizes.size(); ++i) items.push_back({dst.p + dst_at[i], src.p + src_at[i], sizes[i]});
   items.push_back({dst.p, src.p, 0});  // an empty item changes nothing
 
-  for (CopyPath path : kPaths) {
-    SCOPED_TRACE(PathName(path));
+  // Every path; the table form again with other chunk sizes (0: the default).
+  std::vector<std::pair<CopyPath, unsigned>> runs;
+  for (CopyPath path : kPaths) runs.emplace_back(path, 0);
+  for (unsigned chunk : {16u, 1040u, 32768u}) runs.emplace_back(CopyPath::kKernelTable, chunk);
+  for (const auto& [path, chunk] : runs) {
+    SCOPED_TRACE(std::string(PathName(path)) + (chunk ? ", chunks of " + std::to_string(chunk) : ""));
+    table_.chunk_bytes = chunk ? chunk : kChunkBytes;
     ASSERT_EQ(cudaMemset(dst.p, 0xA5, dst_len), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const Status s = Copy(path, items);
@@ -167,8 +177,10 @@ TEST_F(BatchedCopyDevice, MixedSizesAndOddAlignmentsEveryByteEveryPath) {
       }
       FAIL() << "the bytes after the last item differ";
     }
-    std::printf("batched copy path %s: %zu items, every byte right\n", PathName(path), sizes.size());
+    std::printf("batched copy path %s%s: %zu items, every byte right\n", PathName(path),
+                chunk ? (" (chunks of " + std::to_string(chunk) + " bytes)").c_str() : "", sizes.size());
   }
+  table_.chunk_bytes = kChunkBytes;
 }
 
 // Host enqueue to completion, best of `reps`, in GB/s.
@@ -217,6 +229,28 @@ TEST_F(BatchedCopyDevice, ThroughputAgainstOneLargeCopy) {
     char tail[96];
     std::snprintf(tail, sizeof tail, " one 64 MiB cudaMemcpyAsync %.1f GB/s", one);
     std::printf("%s%s\n", line.c_str(), tail);
+    // The table form per chunk size: what kChunkBytes was chosen by.
+    line = "batched copy " + std::to_string(item >> 10) + " KiB x " + std::to_string(items.size()) +
+           " by chunk:";
+    for (unsigned chunk : {4096u, 8192u, 16384u, 32768u, 65536u}) {
+      table_.chunk_bytes = chunk;
+      Status last;
+      const double g = GBps(kTotal, kReps, stream_, [&] {
+        last = Copy(CopyPath::kKernelTable, items);
+        return last.ok();
+      });
+      if (RINGMASTER_TEST_HAVE_NVRTC) {
+        EXPECT_TRUE(last.ok()) << last.ToString();
+      }
+      char buf[96];
+      if (last.ok())
+        std::snprintf(buf, sizeof buf, "%s %u KiB %.1f GB/s", chunk == 4096u ? "" : ",", chunk >> 10, g);
+      else
+        std::snprintf(buf, sizeof buf, "%s %u KiB n/a", chunk == 4096u ? "" : ",", chunk >> 10);
+      line += buf;
+    }
+    table_.chunk_bytes = kChunkBytes;
+    std::printf("%s\n", line.c_str());
     // The copies were right, too.
     std::vector<unsigned char> got(kTotal);
     ASSERT_EQ(cudaMemcpy(got.data(), dst.p, kTotal, cudaMemcpyDeviceToHost), cudaSuccess);

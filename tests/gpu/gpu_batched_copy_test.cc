@@ -8,6 +8,7 @@
 // per-item cudaMemcpyAsync fallback with the reason it gives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
@@ -122,14 +123,24 @@ TEST(BatchedCopyPlan, HugeAndNarrowItemsGoDirectlyAndTheFallbackTakesAll) {
 }
 
 // The kernel's arithmetic, on the host: items of many sizes at every offset
-// pair mod 16 (and more), each byte compared, nothing outside written.
-void EmulateTable(const CopyTablePlan& plan, unsigned threads) {
-  const ringmaster_kernels::TableItems items{plan.items.data(), static_cast<unsigned>(plan.items.size())};
-  for (unsigned b = 0; b < plan.grid; ++b)
-    for (unsigned t = 0; t < threads; ++t) ringmaster_kernels::CopyThread(items, b, t, threads);
+// pair mod 16 (and more), each byte compared, nothing outside written. The
+// table form runs every thread of `grid` blocks (the plan's unless given: a
+// smaller grid loops over the chunks).
+void EmulateTable(const CopyTablePlan& plan, unsigned threads, unsigned grid = 0) {
+  const RmBatchedCopyTableParams p{0,
+                                   0,
+                                   static_cast<unsigned>(plan.items.size()),
+                                   static_cast<unsigned>(plan.chunks.size()),
+                                   plan.chunk_bytes,
+                                   0};
+  if (grid == 0) grid = plan.grid;
+  for (unsigned b = 0; b < grid; ++b)
+    for (unsigned t = 0; t < threads; ++t)
+      ringmaster_kernels::CopyTableThread(p, plan.items.data(), plan.chunks.data(), b, t, threads, grid);
 }
 
-class BatchedCopyKernelMath : public ::testing::TestWithParam<bool> {};  // the table form?
+// 0: by value; else the table form with chunks of this many bytes.
+class BatchedCopyKernelMath : public ::testing::TestWithParam<unsigned> {};
 
 TEST_P(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
   std::mt19937_64 rng(7);
@@ -163,7 +174,7 @@ TEST_P(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
     std::memcpy(w0 + dst_at[i], s0 + src_at[i], cases[i].size);
   }
   if (GetParam()) {
-    const CopyTablePlan plan = PlanBatchedCopyTable(items);
+    const CopyTablePlan plan = PlanBatchedCopyTable(items, GetParam());
     ASSERT_TRUE(plan.direct.empty());
     ASSERT_EQ(plan.items.size(), items.size());  // one launch for them all
     EmulateTable(plan, RM_BATCHED_COPY_THREADS);
@@ -183,26 +194,75 @@ TEST_P(BatchedCopyKernelMath, EveryByteAtAnyAlignmentAndSize) {
   EXPECT_EQ(dst, want);
 }
 
-INSTANTIATE_TEST_SUITE_P(ByValueAndTable, BatchedCopyKernelMath, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "Table" : "ByValue"; });
+INSTANTIATE_TEST_SUITE_P(ByValueAndTable, BatchedCopyKernelMath,
+                         ::testing::Values(0u, 16u, 1040u, kChunkBytes), [](const auto& info) {
+                           return info.param ? "TableOf" + std::to_string(info.param) + "ByteChunks"
+                                             : std::string("ByValue");
+                         });
 
-TEST(BatchedCopyPlan, TheTableFormTakesEveryKernelItemWithPrefixSums) {
+TEST(BatchedCopyPlan, TheTableFormCutsEveryKernelItemIntoChunksAWarpEach) {
   std::vector<CopyItem> items;
   for (size_t i = 0; i < 1000; ++i)
-    items.push_back({Addr(0x100000 + i * 0x10000), Addr(0x90000000 + i * 0x10000), 1000 + i});
+    items.push_back({Addr(0x100000 + i * 0x10000), Addr(0x90000000 + i * 0x10000), 1000 + i * 37});
   items.push_back({Addr(0x10), Addr(0x20), 0});                                  // empty: skipped
   items.push_back({Addr(0x200000000), Addr(0x300000000), kDirectCopyMinBytes});  // its own copy
-  const CopyTablePlan plan = PlanBatchedCopyTable(items);
+  const CopyTablePlan plan = PlanBatchedCopyTable(items, 4096);
   ASSERT_EQ(plan.items.size(), 1000u);
   EXPECT_EQ(plan.direct, (std::vector<size_t>{1001}));
-  unsigned blocks = 0;
+  EXPECT_EQ(plan.chunk_bytes, 4096u);
+  size_t chunks = 0;
   for (size_t i = 0; i < 1000; ++i) {
-    blocks += BlocksForItem(items[i].bytes);
-    EXPECT_EQ(plan.items[i].block_end, blocks);
+    EXPECT_EQ(plan.items[i].first_chunk, chunks) << i;
     EXPECT_EQ(plan.items[i].dst, reinterpret_cast<uintptr_t>(items[i].dst));
+    EXPECT_EQ(plan.items[i].src, reinterpret_cast<uintptr_t>(items[i].src));
     EXPECT_EQ(plan.items[i].bytes, items[i].bytes);
+    EXPECT_EQ(plan.items[i].reserved, 0u);
+    const size_t n = (items[i].bytes + 4095) / 4096;  // 1 for 1000 bytes, 10 for 37,963
+    for (size_t k = 0; k < n; ++k) ASSERT_EQ(plan.chunks.at(chunks + k), i) << "chunk " << chunks + k;
+    chunks += n;
   }
-  EXPECT_EQ(plan.grid, blocks);
+  EXPECT_EQ(plan.chunks.size(), chunks);
+  // A warp a chunk, 8 warps a block.
+  EXPECT_EQ(plan.grid, (chunks + 7) / 8);
+  // The upload: 32 bytes an item, then 4 a chunk padded to 16.
+  EXPECT_EQ(plan.ChunksAt(), 32u * 1000);
+  EXPECT_EQ(plan.Bytes(), 32u * 1000 + (4 * chunks + 15) / 16 * 16);
+  // What a call announces covers its uploads, however they are split.
+  EXPECT_GE(TableBytesFor(1000, 1000 * 1000 + 37 * 999 * 1000 / 2, 4096), plan.Bytes());
+  size_t split = 0;
+  for (size_t at = 0; at < 1000; at += 129)
+    split +=
+        PlanBatchedCopyTable(std::span(items).subspan(at, std::min<size_t>(129, 1000 - at)), 4096).Bytes();
+  EXPECT_GE(TableBytesFor(1000, 1000 * 1000 + 37 * 999 * 1000 / 2, 4096), split);
+}
+
+TEST(BatchedCopyPlan, TheTableFormsGridIsCappedAndItsWarpsLoopOverTheRest) {
+  const std::vector<CopyItem> huge = {{Addr(0x100000000), Addr(0x900000000), kDirectCopyMinBytes - 16}};
+  const CopyTablePlan plan = PlanBatchedCopyTable(huge, 16);  // 4M chunks of 16 bytes
+  EXPECT_EQ(plan.chunks.size(), (kDirectCopyMinBytes - 16) / 16);
+  EXPECT_EQ(plan.grid, kMaxTableGrid);
+  // Emulated with a grid of 3 blocks of 64 threads: 6 warps cover 41 chunks.
+  std::vector<unsigned char> src(41 * 64 - 5), dst(src.size() + 32, 0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 13 + 1);
+  const std::vector<CopyItem> one = {{dst.data() + 7, src.data(), src.size()}};
+  const CopyTablePlan small = PlanBatchedCopyTable(one, 64);
+  ASSERT_EQ(small.chunks.size(), 41u);
+  EmulateTable(small, 64, 3);
+  EXPECT_EQ(std::memcmp(dst.data() + 7, src.data(), src.size()), 0);
+  EXPECT_EQ(dst[6], 0);
+  EXPECT_EQ(dst[src.size() + 7], 0);
+}
+
+TEST(BatchedCopyKernelMath, ATableEntryThatDisagreesCopiesNothing) {
+  std::vector<unsigned char> src(100, 1), dst(100, 0);
+  const std::vector<CopyItem> one = {{dst.data(), src.data(), 100}};
+  CopyTablePlan plan = PlanBatchedCopyTable(one, 32);
+  ASSERT_EQ(plan.chunks.size(), 4u);
+  plan.chunks[1] = 7;  // an item out of the table
+  plan.chunks[2] = 0;
+  plan.items[0].bytes = 64;  // chunk 2 and 3 lie past the item now
+  EmulateTable(plan, 32, 1);
+  EXPECT_EQ(std::count(dst.begin(), dst.end(), 1), 32) << "only chunk 0 is the item's";
 }
 
 TEST(BatchedCopyKernelMath, ABigItemLoopsOverItsCappedBlocks) {
@@ -288,6 +348,7 @@ struct Calls {
   std::vector<int> load_arch;             // the image each load was given (by its arch)
   std::vector<std::string> kernel_names;  // asked for, in order
   int launch_block = 0;
+  unsigned table_chunk_bytes = 0;
 };
 Calls* g_calls = nullptr;
 int g_fake_lib = 0, g_fake_kernel = 0, g_fake_table_kernel = 0;
@@ -313,9 +374,14 @@ cudaError_t FakeLaunch(const void* func, dim3 grid, dim3 block, void** args, siz
     ++g_calls->table_launches;
     const auto& t = *static_cast<const RmBatchedCopyTableParams*>(args[0]);
     const auto* items = static_cast<const RmBatchedCopyItem*>(Addr(t.items));
-    if (t.count == 0 || grid.x != items[t.count - 1].block_end) return cudaErrorInvalidValue;
-    for (unsigned i = 0; i < t.count; ++i)
-      std::memcpy(Addr(items[i].dst), Addr(items[i].src), items[i].bytes);
+    const auto* chunks = static_cast<const unsigned*>(Addr(t.chunks));
+    g_calls->table_chunk_bytes = t.chunk_bytes;
+    if (t.count == 0 || t.chunk_count == 0 || grid.x != std::min((t.chunk_count + 7) / 8, kMaxTableGrid))
+      return cudaErrorInvalidValue;
+    // What the kernel does (its per-thread math is tested above), warp by warp.
+    for (unsigned b = 0; b < grid.x; ++b)
+      for (unsigned th = 0; th < block.x; ++th)
+        ringmaster_kernels::CopyTableThread(t, items, chunks, b, th, block.x, grid.x);
     return cudaSuccess;
   }
   const auto& p = *static_cast<const RmBatchedCopyParams*>(args[0]);
@@ -482,7 +548,7 @@ TEST_F(BatchedCopyTable, WithATableManyItemsGoInOneLaunchAndTheBuffersAreKept) {
   if (!RINGMASTER_TEST_HAVE_NVRTC) GTEST_SKIP() << "this build embeds no kernel image (no NVRTC)";
   MakeItems(1000, 512);
   CopyTable table;
-  table.BeginCall(2000);
+  table.BeginCall(2000, 2000 * 512);
   // The call's two copies (in, then out) share the table, one after the other.
   std::span<const CopyItem> half1(items_.data(), 500), half2(items_.data() + 500, 500);
   ASSERT_TRUE(BatchedCopy(api_, half1, nullptr, 0, &table).ok());
@@ -492,13 +558,14 @@ TEST_F(BatchedCopyTable, WithATableManyItemsGoInOneLaunchAndTheBuffersAreKept) {
   EXPECT_EQ(calls_.table_launches, 2);
   EXPECT_EQ(calls_.uploads, 2);
   EXPECT_EQ(calls_.memcpy.load(), 0);
-  EXPECT_EQ(table.used, 1000u);
-  EXPECT_EQ(table.capacity, 2000u);  // the call's announced need, taken at once
+  EXPECT_EQ(calls_.table_chunk_bytes, kChunkBytes);
+  EXPECT_EQ(table.used, 2 * (500u * 32 + 500 * 4));            // an item and a chunk each
+  EXPECT_EQ(table.capacity, TableBytesFor(2000, 2000 * 512));  // the call's announced need, taken at once
   EXPECT_EQ(calls_.host_allocs, 1);
   EXPECT_EQ(calls_.device_allocs, 1);
   // The next call reuses the buffers.
   std::fill(dst_.begin(), dst_.end(), 0);
-  table.BeginCall(2000);
+  table.BeginCall(2000, 2000 * 512);
   ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
   Check();
   EXPECT_EQ(calls_.table_launches, 3);
@@ -506,11 +573,23 @@ TEST_F(BatchedCopyTable, WithATableManyItemsGoInOneLaunchAndTheBuffersAreKept) {
   EXPECT_EQ(calls_.events, 1);
   // Few items go by value, without the table.
   MakeItems(RM_BATCHED_COPY_MAX_ITEMS, 64);
-  table.BeginCall(2 * RM_BATCHED_COPY_MAX_ITEMS);
+  table.BeginCall(2 * RM_BATCHED_COPY_MAX_ITEMS, 2 * RM_BATCHED_COPY_MAX_ITEMS * 64);
   ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
   Check();
   EXPECT_EQ(calls_.table_launches, 3);
   EXPECT_EQ(calls_.launch.load(), 4);
+  // Another chunk size (a benchmark's sweep) is the kernel's; a bad one is refused.
+  MakeItems(1000, 512);
+  table.chunk_bytes = 1024;
+  table.BeginCall(1000, 1000 * 512);
+  ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
+  Check();
+  EXPECT_EQ(calls_.table_chunk_bytes, 1024u);
+  table.chunk_bytes = 24;
+  table.BeginCall(1000, 1000 * 512);
+  const Status bad = BatchedCopy(api_, items_, nullptr, 0, &table);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument) << bad.ToString();
+  EXPECT_NE(bad.message().find("chunk of 24 bytes"), std::string::npos) << bad.ToString();
   table.Destroy(api_, nullptr);
 }
 
@@ -520,21 +599,24 @@ TEST_F(BatchedCopyTable, AnUploadStillQueuedIsNeverOverwritten) {
   if (!RINGMASTER_TEST_HAVE_NVRTC) GTEST_SKIP() << "this build embeds no kernel image (no NVRTC)";
   MakeItems(300, 256);
   CopyTable table;
-  table.BeginCall(300);
+  table.BeginCall(300, 300 * 256);
   ASSERT_TRUE(BatchedCopy(api_, items_, nullptr, 0, &table).ok());
   EXPECT_EQ(calls_.table_launches, 1);
-  const RmBatchedCopyItem first = table.host[0];
+  RmBatchedCopyItem first;
+  std::memcpy(&first, table.host, sizeof first);
   calls_.event_state = cudaErrorNotReady;
   std::fill(dst_.begin(), dst_.end(), 0);
   std::vector<CopyItem> reversed(items_.rbegin(), items_.rend());
-  table.BeginCall(300);
+  table.BeginCall(300, 300 * 256);
   ASSERT_TRUE(BatchedCopy(api_, reversed, nullptr, 0, &table).ok());
   Check();
   EXPECT_EQ(calls_.table_launches, 1);  // by value: 3 launches of at most 128
   EXPECT_EQ(calls_.launch.load(), 1 + 3);
-  EXPECT_EQ(table.host[0].dst, first.dst);  // the queued table untouched
+  RmBatchedCopyItem now;
+  std::memcpy(&now, table.host, sizeof now);
+  EXPECT_EQ(now.dst, first.dst);  // the queued table untouched
   // Its path asked for explicitly is refused, saying why.
-  table.BeginCall(300);
+  table.BeginCall(300, 300 * 256);
   Status st = BatchedCopyVia(CopyPath::kKernelTable, api_, items_, nullptr, 0, &table);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.message();
   calls_.event_state = cudaSuccess;

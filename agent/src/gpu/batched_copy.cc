@@ -182,9 +182,9 @@ Status Run(const GpuApi& api, const CopyPlan& plan, std::span<const CopyItem> it
   return OkStatus();
 }
 
-// Room for `n` items in this call's table (allocating it at the call's first
+// Room for `n` bytes in this call's table (allocating it at the call's first
 // use), or nullopt: no table this call (a queued upload of an earlier call,
-// an allocation that failed, too many items).
+// an allocation that failed, too large a table).
 std::optional<size_t> TableRoom(const GpuApi& api, CopyTable& t, size_t n, cudaStream_t stream, int device) {
   if (!t.checked) {
     t.checked = true;
@@ -203,22 +203,21 @@ std::optional<size_t> TableRoom(const GpuApi& api, CopyTable& t, size_t n, cudaS
       return std::nullopt;
     }
     const size_t need = std::max(t.wanted, n);
-    if (need > kMaxTableItems) return std::nullopt;
+    if (need > kMaxTableBytes) return std::nullopt;
     if (need > t.capacity) {
       // Every earlier upload has run (the event above): the old buffers are free.
       t.Release(api, stream);
       void* host = nullptr;
       void* dev = nullptr;
-      const size_t bytes = need * sizeof(RmBatchedCopyItem);
-      if (api.cuda.HostAlloc(&host, bytes, cudaHostAllocDefault) != cudaSuccess ||
-          api.cuda.MallocAsync(&dev, bytes, stream) != cudaSuccess) {
+      if (api.cuda.HostAlloc(&host, need, cudaHostAllocDefault) != cudaSuccess ||
+          api.cuda.MallocAsync(&dev, need, stream) != cudaSuccess) {
         if (host) api.cuda.FreeHost(host);
         ClearLastError(api);
-        DebugLog("batched copy on GPU " + std::to_string(device) + ": no " + std::to_string(bytes) +
+        DebugLog("batched copy on GPU " + std::to_string(device) + ": no " + std::to_string(need) +
                  "-byte copy table; copies go by value");
         return std::nullopt;
       }
-      t.host = static_cast<RmBatchedCopyItem*>(host);
+      t.host = static_cast<unsigned char*>(host);
       t.device = dev;
       t.capacity = need;
     }
@@ -230,29 +229,35 @@ std::optional<size_t> TableRoom(const GpuApi& api, CopyTable& t, size_t n, cudaS
   return at;
 }
 
-// The table form: `plan`'s table uploaded after the call's earlier ones, one
-// launch, then the direct items.
+// The table form: `plan`'s items and chunks uploaded after the call's earlier
+// uploads, one launch, then the direct items.
 Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const CopyItem> items,
                 const void* kernel, CopyTable& t, size_t at, cudaStream_t stream, int device) {
-  const size_t bytes = plan.items.size() * sizeof(RmBatchedCopyItem);
-  std::memcpy(t.host + at, plan.items.data(), bytes);
-  char* dev = static_cast<char*>(t.device) + at * sizeof(RmBatchedCopyItem);
-  if (cudaError_t e = api.cuda.MemcpyAsync(dev, t.host + at, bytes, cudaMemcpyHostToDevice, stream);
+  unsigned char* host = t.host + at;
+  std::memcpy(host, plan.items.data(), plan.ChunksAt());
+  std::memcpy(host + plan.ChunksAt(), plan.chunks.data(), plan.chunks.size() * sizeof(unsigned));
+  char* dev = static_cast<char*>(t.device) + at;
+  const std::string what =
+      std::to_string(plan.items.size()) + " copies in " + std::to_string(plan.chunks.size()) + " chunks";
+  if (cudaError_t e = api.cuda.MemcpyAsync(dev, host, plan.Bytes(), cudaMemcpyHostToDevice, stream);
       e != cudaSuccess)
-    return InternalError("cudaMemcpyAsync of the batched copy's table (" + std::to_string(plan.items.size()) +
-                         " copies)" + On(device) + ": " + CudaErrorText(api, e));
+    return InternalError("cudaMemcpyAsync of the batched copy's table (" + what + ")" + On(device) + ": " +
+                         CudaErrorText(api, e));
   if (cudaError_t e = api.cuda.EventRecord(t.uploaded, stream); e != cudaSuccess)
     return InternalError("cudaEventRecord after the batched copy's table" + On(device) + ": " +
                          CudaErrorText(api, e));
-  RmBatchedCopyTableParams params{reinterpret_cast<uintptr_t>(dev), static_cast<unsigned>(plan.items.size()),
+  RmBatchedCopyTableParams params{reinterpret_cast<uintptr_t>(dev),
+                                  reinterpret_cast<uintptr_t>(dev + plan.ChunksAt()),
+                                  static_cast<unsigned>(plan.items.size()),
+                                  static_cast<unsigned>(plan.chunks.size()),
+                                  plan.chunk_bytes,
                                   0};
   void* args[] = {&params};
   if (cudaError_t e = api.cuda_optional.LaunchKernel(kernel, dim3(plan.grid), dim3(RM_BATCHED_COPY_THREADS),
                                                      args, 0, stream);
       e != cudaSuccess)
-    return InternalError("cudaLaunchKernel of the batched copy's table form (" +
-                         std::to_string(plan.items.size()) + " copies, " + std::to_string(plan.grid) +
-                         " blocks)" + On(device) + ": " + CudaErrorText(api, e));
+    return InternalError("cudaLaunchKernel of the batched copy's table form (" + what + ", " +
+                         std::to_string(plan.grid) + " blocks)" + On(device) + ": " + CudaErrorText(api, e));
   for (size_t i : plan.direct)
     if (Status s = CopyOne(api, items, i, stream, device); !s.ok()) return s;
   return OkStatus();
@@ -341,9 +346,13 @@ Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem
                                      (table ? "a kernel image with it" : "a CopyTable") + On(device));
     kernel = k.kernel;
     if (table && k.table_kernel) {
-      CopyTablePlan tp = PlanBatchedCopyTable(items);
-      if (path == CopyPath::kKernelTable || tp.items.size() > RM_BATCHED_COPY_MAX_ITEMS) {
-        if (auto at = TableRoom(api, *table, tp.items.size(), stream, device))
+      if (table->chunk_bytes == 0 || table->chunk_bytes % 16 != 0)
+        return InvalidArgumentError("the batched copy's chunk of " + std::to_string(table->chunk_bytes) +
+                                    " bytes is not a positive multiple of 16");
+      CopyTablePlan tp = PlanBatchedCopyTable(items, table->chunk_bytes);
+      if (!tp.items.empty() &&
+          (path == CopyPath::kKernelTable || tp.items.size() > RM_BATCHED_COPY_MAX_ITEMS)) {
+        if (auto at = TableRoom(api, *table, tp.Bytes(), stream, device))
           return RunTable(api, tp, items, k.table_kernel, *table, *at, stream, device);
         if (path == CopyPath::kKernelTable)
           return FailedPreconditionError("no room in the batched copy's table" + On(device));

@@ -28,8 +28,9 @@ namespace ringmaster::internal {
 // a null pointer (naming the item), Internal with CUDA's text and the call.
 //
 // With `table`, more than RM_BATCHED_COPY_MAX_ITEMS kernel items go in one
-// launch of the table form: their table is written to the pinned host buffer,
-// copied to the device buffer on `stream`, then read by the kernel. Where
+// launch of the table form: their table and chunks are written to the pinned
+// host buffer, copied to the device buffer on `stream`, then read by the
+// kernel. Where
 // the table cannot be had (see CopyTable) the items go by value, as without.
 struct CopyTable;
 Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device,
@@ -37,17 +38,17 @@ Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStrea
 
 // The table form's buffers for one GPU and one stream, owned by the caller
 // and kept call after call: a pinned host table and its device copy, grown
-// to the most items a call has announced (BeginCall), at most kMaxTableItems
-// (32 bytes each), so they hold 32 bytes per copy of the largest call.
-// Within a call, each BatchedCopy appends its items after the previous one's
-// (the uploads of one call never overwrite one another before they ran).
-// A call whose table would overwrite one that is still queued (an earlier
-// call that failed with its work still on the stream) uses no table.
+// to what the largest call has announced (BeginCall: about 36 bytes a copy and
+// 4 per chunk of its bytes, TableBytesFor), at most kMaxTableBytes. Within a
+// call, each BatchedCopy appends its upload after the previous one's (the
+// uploads of one call never overwrite one another before they ran). A call
+// whose table would overwrite one that is still queued (an earlier call that
+// failed with its work still on the stream) uses no table.
 struct CopyTable {
   // The next BatchedCopy calls, until the next BeginCall, copy at most
-  // `items` items in all.
-  void BeginCall(size_t items) {
-    wanted = items;
+  // `items` items of `bytes` bytes in all.
+  void BeginCall(size_t items, size_t bytes) {
+    wanted = TableBytesFor(items, bytes, chunk_bytes);
     used = 0;
     checked = usable = false;
   }
@@ -57,12 +58,15 @@ struct CopyTable {
   void Release(const GpuApi& api, cudaStream_t stream);
   void Destroy(const GpuApi& api, cudaStream_t stream);
 
-  RmBatchedCopyItem* host = nullptr;  // pinned (cudaHostAlloc)
-  void* device = nullptr;             // cudaMallocAsync on the stream
-  size_t capacity = 0;                // items both hold
-  size_t wanted = 0, used = 0;        // this call's announced items, and those written
+  unsigned char* host = nullptr;  // pinned (cudaHostAlloc)
+  void* device = nullptr;         // cudaMallocAsync on the stream
+  size_t capacity = 0;            // bytes both hold
+  size_t wanted = 0, used = 0;    // this call's announced bytes, and those written
   bool checked = false, usable = false;
   cudaEvent_t uploaded = nullptr;  // recorded after the latest upload
+  // The chunk a warp copies (a positive multiple of 16): kChunkBytes, unless
+  // a test or benchmark tries another.
+  unsigned chunk_bytes = kChunkBytes;
 };
 
 // The same through one chosen path (tests and benchmarks):

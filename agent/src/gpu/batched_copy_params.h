@@ -11,11 +11,17 @@
  * the grid's blocks [i == 0 ? 0 : block_end[i - 1], block_end[i]). Items of one
  * launch must not overlap one another.
  *
- * The table form, for any number of items in one launch: the kernel
- * RM_BATCHED_COPY_TABLE_KERNEL_NAME takes one RmBatchedCopyTableParams by
- * value, whose `items` is the device address of `count` RmBatchedCopyItem
- * (uploaded on the same stream before the launch), with the same meaning;
- * grid = {items[count - 1].block_end, 1, 1}. */
+ * The table form, for any number of items in one launch, is cut into chunks
+ * that one warp each copies: the kernel RM_BATCHED_COPY_TABLE_KERNEL_NAME
+ * takes one RmBatchedCopyTableParams by value, whose `items` is the device
+ * address of `count` RmBatchedCopyItem and `chunks` that of `chunk_count`
+ * unsigned ints (both uploaded on the same stream before the launch). Item i
+ * is cut into chunks of `chunk_bytes` bytes (a multiple of 16; its last chunk
+ * may be shorter), numbered from items[i].first_chunk on, and chunks[c] is the
+ * item chunk c belongs to: a warp finds its work with two loads, whatever the
+ * number of items. Warp w of the grid (of gridDim.x * blockDim.x / 32 warps)
+ * copies chunks w, w + warps, w + 2 * warps, ...: any grid of at least one
+ * block covers them all. */
 #ifndef RINGMASTER_GPU_BATCHED_COPY_PARAMS_H_
 #define RINGMASTER_GPU_BATCHED_COPY_PARAMS_H_
 
@@ -23,6 +29,8 @@
 #define RM_BATCHED_COPY_MAX_ITEMS 128
 /* Threads per block (blockDim.x). */
 #define RM_BATCHED_COPY_THREADS 256
+/* Lanes of a warp (warpSize on every NVIDIA GPU): the table form's unit. */
+#define RM_BATCHED_COPY_WARP 32
 /* The kernel's entry point (extern "C": the name cudaLibraryGetKernel takes). */
 #define RM_BATCHED_COPY_KERNEL_NAME "ringmaster_batched_copy"
 
@@ -40,18 +48,22 @@ struct RmBatchedCopyParams {
 
 struct RmBatchedCopyItem {
   unsigned long long dst, src, bytes;
-  unsigned int block_end; /* inclusive prefix sum of blocks over the table */
-  unsigned int reserved;  /* 0 */
-};
-
-struct RmBatchedCopyTableParams {
-  unsigned long long items; /* device address of the table */
-  unsigned int count;       /* items in it, >= 1 */
+  unsigned int first_chunk; /* the item's first chunk: the chunks before it, over the table */
   unsigned int reserved;    /* 0 */
 };
 
+struct RmBatchedCopyTableParams {
+  unsigned long long items;  /* device address of the items */
+  unsigned long long chunks; /* device address of the chunks' items */
+  unsigned int count;        /* items, >= 1 */
+  unsigned int chunk_count;  /* chunks, >= 1 */
+  unsigned int chunk_bytes;  /* bytes a chunk, a multiple of 16 */
+  unsigned int reserved;     /* 0 */
+};
+
 #ifdef __cplusplus
-static_assert(sizeof(RmBatchedCopyItem) == 32 && sizeof(RmBatchedCopyTableParams) == 16, "no padding");
+static_assert(sizeof(RmBatchedCopyItem) == 32 && sizeof(RmBatchedCopyTableParams) == 32, "no padding");
+static_assert(RM_BATCHED_COPY_THREADS % RM_BATCHED_COPY_WARP == 0, "whole warps a block");
 static_assert(sizeof(unsigned long long) == 8 && sizeof(unsigned int) == 4, "LP64 layout");
 static_assert(sizeof(RmBatchedCopyParams) == 28 * RM_BATCHED_COPY_MAX_ITEMS + 8,
               "no padding: host and kernel agree field by field");

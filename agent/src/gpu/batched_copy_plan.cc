@@ -50,8 +50,9 @@ CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel) {
   return plan;
 }
 
-CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items) {
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes) {
   CopyTablePlan plan;
+  plan.chunk_bytes = chunk_bytes;
   for (size_t i = 0; i < items.size(); ++i) {
     const CopyItem& it = items[i];
     if (it.bytes == 0) continue;
@@ -59,11 +60,22 @@ CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items) {
       plan.direct.push_back(i);
       continue;
     }
-    plan.grid += BlocksForItem(it.bytes);
+    const auto index = static_cast<unsigned>(plan.items.size());
+    const auto first = static_cast<unsigned>(plan.chunks.size());
     plan.items.push_back(
-        {reinterpret_cast<uintptr_t>(it.dst), reinterpret_cast<uintptr_t>(it.src), it.bytes, plan.grid, 0});
+        {reinterpret_cast<uintptr_t>(it.dst), reinterpret_cast<uintptr_t>(it.src), it.bytes, first, 0});
+    plan.chunks.insert(plan.chunks.end(), (it.bytes + chunk_bytes - 1) / chunk_bytes, index);
   }
+  constexpr size_t kWarpsPerBlock = RM_BATCHED_COPY_THREADS / RM_BATCHED_COPY_WARP;
+  plan.grid = static_cast<unsigned>(
+      std::min<size_t>((plan.chunks.size() + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxTableGrid));
   return plan;
+}
+
+size_t TableBytesFor(size_t items, size_t bytes, unsigned chunk_bytes) {
+  // An item's chunks are at most bytes / chunk_bytes + 1; an upload pads its
+  // chunks to 16 bytes (12 at most), and it has one item at least.
+  return items * (sizeof(RmBatchedCopyItem) + sizeof(unsigned) + 12) + bytes / chunk_bytes * sizeof(unsigned);
 }
 
 std::vector<const EmbeddedKernelImage*> ImagesToTry(std::span<const EmbeddedKernelImage> images, int cc_major,

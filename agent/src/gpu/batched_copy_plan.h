@@ -1,8 +1,8 @@
 // Internal: the pure decisions of the batched copy (batched_copy.h): which
 // items go through the kernel and which as their own cudaMemcpyAsync, how the
 // kernel's items are split into launches (RmBatchedCopyParams, at most
-// RM_BATCHED_COPY_MAX_ITEMS each) or put in one table (the table form), how
-// many blocks each item gets, and which embedded image to load for a
+// RM_BATCHED_COPY_MAX_ITEMS each, with their blocks) or put in one table cut
+// into chunks (the table form), and which embedded image to load for a
 // device. No CUDA calls.
 #pragma once
 
@@ -57,16 +57,30 @@ bool CopiesDirectly(const CopyItem& item);
 // every item is direct (the fallback).
 CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel = true);
 
-// The table form: every kernel item in one table for one launch.
+// The table form: every kernel item in one table for one launch, cut into
+// chunks of `chunk_bytes` that one warp each copies (batched_copy_params.h).
+// Chunks of 8 KiB give each lane sixteen 16-byte words (four loads in flight,
+// four times) for two dependent loads of the table.
+inline constexpr unsigned kChunkBytes = 8192;
+// The table form's largest grid; its warps loop over the chunks past it.
+inline constexpr unsigned kMaxTableGrid = 1u << 16;
 struct CopyTablePlan {
-  std::vector<RmBatchedCopyItem> items;  // block_end: prefix sums over the table
-  unsigned grid = 0;                     // blocks: items.back().block_end
-  std::vector<size_t> direct;            // indices of the items copied with cudaMemcpyAsync
+  std::vector<RmBatchedCopyItem> items;  // first_chunk: the chunks of the items before
+  std::vector<unsigned> chunks;          // per chunk, its item's index in `items`
+  unsigned chunk_bytes = kChunkBytes;
+  unsigned grid = 0;           // blocks: a warp a chunk, at most kMaxTableGrid
+  std::vector<size_t> direct;  // indices of the items copied with cudaMemcpyAsync
+  // The upload: the items, then the chunks from the next 16-byte boundary.
+  size_t ChunksAt() const { return items.size() * sizeof(RmBatchedCopyItem); }
+  size_t Bytes() const { return ChunksAt() + (chunks.size() * sizeof(unsigned) + 15) / 16 * 16; }
 };
-// The table form's most items in one table: grids stay far below CUDA's
-// 2^31 - 1 blocks (kMaxBlocksPerItem each), the table at 32 MiB.
-inline constexpr size_t kMaxTableItems = size_t{1} << 20;
-CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items);
+// The table form's largest upload (items and chunks): past it, copies go by value.
+inline constexpr size_t kMaxTableBytes = size_t{64} << 20;
+// `chunk_bytes` must be a positive multiple of 16.
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes = kChunkBytes);
+// The most the uploads of BatchedCopy calls take that copy `items` items of
+// `bytes` bytes in all (each upload 16-byte aligned).
+size_t TableBytesFor(size_t items, size_t bytes, unsigned chunk_bytes = kChunkBytes);
 
 // The images worth trying on a device of compute capability major.minor, best
 // first: cubins of the same major and a minor no newer than the device's

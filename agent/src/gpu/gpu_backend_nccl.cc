@@ -174,8 +174,14 @@ Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
   DeviceGuard guard(api);
   state_ = NcclState::kRunning;
   std::vector<CopyItem> copies;  // one pack's, per GPU: one batched copy each way
-  // Each tensor is copied in once and out once at most.
-  for (size_t l = 0; l < g; ++l) tables_[l].BeginCall(2 * plan.views[l].size());
+  // Each packed tensor is copied in once and out once.
+  size_t packed = 0, packed_bytes = 0;
+  for (const DevicePack& pack : packs) {
+    if (pack.lone()) continue;
+    packed += pack.items.size();
+    for (const auto& it : pack.items) packed_bytes += it.bytes;
+  }
+  for (size_t l = 0; l < g; ++l) tables_[l].BeginCall(2 * packed, 2 * packed_bytes);
   for (const DevicePack& pack : packs) {
     auto type = NcclDataType(pack.dtype, api.nccl_version);
     if (!type.ok()) return type.status();

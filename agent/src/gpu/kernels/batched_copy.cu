@@ -1,8 +1,8 @@
 // The batched copy kernels: device-to-device copies in one launch, the
-// items passed by value (up to RM_BATCHED_COPY_MAX_ITEMS) or as a table in
-// device memory (any number) (batched_copy_params.h). Compiled at build time
-// by NVRTC (tools/nvrtc-embed) into PTX and cubins embedded in libringmaster;
-// loaded by batched_copy.cc.
+// items passed by value (up to RM_BATCHED_COPY_MAX_ITEMS, a range of blocks
+// each) or as a table in device memory (any number, a warp a chunk)
+// (batched_copy_params.h). Compiled at build time by NVRTC (tools/nvrtc-embed)
+// into PTX and cubins embedded in libringmaster; loaded by batched_copy.cc.
 #include "gpu/kernels/batched_copy_core.h"
 
 extern "C" __global__ void __launch_bounds__(RM_BATCHED_COPY_THREADS)
@@ -13,7 +13,7 @@ extern "C" __global__ void __launch_bounds__(RM_BATCHED_COPY_THREADS)
 
 extern "C" __global__ void __launch_bounds__(RM_BATCHED_COPY_THREADS)
     ringmaster_batched_copy_table(const RmBatchedCopyTableParams params) {
-  const ringmaster_kernels::TableItems items{reinterpret_cast<const RmBatchedCopyItem*>(params.items),
-                                             params.count};
-  ringmaster_kernels::CopyThread(items, blockIdx.x, threadIdx.x, blockDim.x);
+  ringmaster_kernels::CopyTableThread(params, reinterpret_cast<const RmBatchedCopyItem*>(params.items),
+                                      reinterpret_cast<const unsigned int*>(params.chunks), blockIdx.x,
+                                      threadIdx.x, blockDim.x, gridDim.x);
 }
