@@ -146,6 +146,20 @@ char* Shadow(const void* p, size_t n, const char* what) {
   return nullptr;
 }
 
+// What a kernel sees at [p, p + n): live device memory (its shadow), or
+// pinned host memory (cudaHostAlloc: device-accessible at the same address
+// under unified addressing); anything else (pageable host memory, freed
+// memory) is nullptr and a violation, as a GPU's illegal address would be.
+char* KernelView(const void* p, size_t n, const char* what) {
+  char* c = const_cast<char*>(static_cast<const char*>(p));
+  auto h = S().host_mem.upper_bound(c);
+  if (h != S().host_mem.begin()) {
+    --h;
+    if (c >= h->first && c + n <= h->first + h->second) return c;
+  }
+  return Shadow(p, n, what);
+}
+
 const Mapping* FindDevice(const void* p) {
   char* c = const_cast<char*>(static_cast<const char*>(p));
   auto it = S().device_mem.upper_bound(c);
@@ -534,10 +548,10 @@ void RunCopyTable(const RmBatchedCopyTableParams& t, const void* table, const vo
     const RmBatchedCopyItem& it = items[chunks[c]];
     const size_t off = (c - it.first_chunk) * size_t{t.chunk_bytes};
     const size_t n = std::min<size_t>(t.chunk_bytes, it.bytes - off);
-    const char* from = Shadow(reinterpret_cast<const void*>(static_cast<uintptr_t>(it.src + off)), n,
-                              "the batched copy table kernel (read)");
-    char* to = Shadow(reinterpret_cast<void*>(static_cast<uintptr_t>(it.dst + off)), n,
-                      "the batched copy table kernel (write)");
+    const char* from = KernelView(reinterpret_cast<const void*>(static_cast<uintptr_t>(it.src + off)), n,
+                                  "the batched copy table kernel (read)");
+    char* to = KernelView(reinterpret_cast<void*>(static_cast<uintptr_t>(it.dst + off)), n,
+                          "the batched copy table kernel (write)");
     if (from && to) std::memmove(to, from, n);
   }
 }
@@ -573,8 +587,8 @@ cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, s
     for (unsigned i = 0; i < p.count; ++i) {
       const void* src = reinterpret_cast<const void*>(p.src[i]);
       void* dst = reinterpret_cast<void*>(p.dst[i]);
-      const char* from = Shadow(src, p.bytes[i], "the batched copy kernel (read)");
-      char* to = Shadow(dst, p.bytes[i], "the batched copy kernel (write)");
+      const char* from = KernelView(src, p.bytes[i], "the batched copy kernel (read)");
+      char* to = KernelView(dst, p.bytes[i], "the batched copy kernel (write)");
       if (from && to) std::memmove(to, from, p.bytes[i]);
     }
     return true;

@@ -9,7 +9,9 @@
 //    where the runtime has it);
 //  - a throughput print (GB/s, host enqueue to completion) for 4 KiB, 64 KiB
 //    and 1 MiB items, 64 MiB in all, against one 64 MiB cudaMemcpyAsync,
-//    per path and for the table form per chunk size.
+//    per path and for the table form per chunk size;
+//  - host staging's copies to and from pinned host memory (the kernel, and
+//    one cudaMemcpyAsync per item), every byte checked, GB/s beside one DMA.
 // Nothing is gated on time.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -257,6 +259,73 @@ TEST_F(BatchedCopyDevice, ThroughputAgainstOneLargeCopy) {
     ASSERT_EQ(std::count(got.begin(), got.end(), 0x3c), static_cast<long>(kTotal));
     ASSERT_EQ(cudaMemset(dst.p, 0, kTotal), cudaSuccess);
   }
+}
+
+// Host staging's copies: device memory to pinned host memory and back,
+// through the kernel (which reads and writes pinned memory in place) and one
+// cudaMemcpyAsync per item, every byte checked, GB/s beside one DMA.
+TEST_F(BatchedCopyDevice, ToAndFromPinnedHostMemoryEveryByteAndThroughput) {
+  constexpr size_t kTotal = size_t{64} << 20;
+  constexpr int kReps = 10;
+  DevBuf dev(kTotal);
+  void* h = nullptr;
+  ASSERT_EQ(cudaHostAlloc(&h, kTotal, cudaHostAllocPortable), cudaSuccess);
+  auto* pinned = static_cast<unsigned char*>(h);
+  std::mt19937_64 rng(55);
+  std::vector<unsigned char> want(kTotal);
+  for (auto& b : want) b = static_cast<unsigned char>(rng());
+  for (CopyEnds ends : {CopyEnds::kDeviceToHost, CopyEnds::kHostToDevice}) {
+    const bool down = ends == CopyEnds::kDeviceToHost;
+    const cudaMemcpyKind kind = down ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice;
+    unsigned char* to = down ? pinned : dev.p;
+    const unsigned char* from = down ? dev.p : pinned;
+    const double one = GBps(kTotal, kReps, stream_,
+                            [&] { return cudaMemcpyAsync(to, from, kTotal, kind, stream_) == cudaSuccess; });
+    for (size_t item : {size_t{4} << 10, size_t{64} << 10}) {
+      std::vector<CopyItem> items;
+      for (size_t off = 0; off < kTotal; off += item) items.push_back({to + off, from + off, item});
+      std::string line = std::string("batched copy ") + (down ? "down " : "up ") +
+                         std::to_string(item >> 10) + " KiB x " + std::to_string(items.size()) + ":";
+      for (CopyPath path : {CopyPath::kAuto, CopyPath::kMemcpy}) {
+        // Fresh source bytes, a poisoned destination, every byte compared.
+        if (down) {
+          ASSERT_EQ(cudaMemcpy(dev.p, want.data(), kTotal, cudaMemcpyHostToDevice), cudaSuccess);
+          std::memset(pinned, 0xA5, kTotal);
+        } else {
+          std::memcpy(pinned, want.data(), kTotal);
+          ASSERT_EQ(cudaMemset(dev.p, 0xA5, kTotal), cudaSuccess);
+        }
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        Status last;
+        const double g = GBps(kTotal, kReps, stream_, [&] {
+          if (path == CopyPath::kAuto) {
+            table_.BeginCall(items.size(), kTotal);
+            last = BatchedCopyVia(path, *api_, items, stream_, 0, &table_, ends);
+          } else {
+            last = BatchedCopyVia(path, *api_, items, stream_, 0, nullptr, ends);
+          }
+          return last.ok();
+        });
+        ASSERT_TRUE(last.ok()) << last.ToString();
+        std::vector<unsigned char> got(kTotal);
+        if (down) {
+          std::memcpy(got.data(), pinned, kTotal);
+        } else {
+          ASSERT_EQ(cudaMemcpy(got.data(), dev.p, kTotal, cudaMemcpyDeviceToHost), cudaSuccess);
+        }
+        for (size_t b = 0; got != want && b < kTotal; ++b)
+          ASSERT_EQ(got[b], want[b]) << (down ? "down" : "up") << ", " << PathName(path) << ", item "
+                                     << b / item << " byte " << b % item;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " %s %.1f GB/s,", PathName(path), g);
+        line += buf;
+      }
+      char tail[96];
+      std::snprintf(tail, sizeof tail, " one 64 MiB cudaMemcpyAsync %.1f GB/s", one);
+      std::printf("%s%s\n", line.c_str(), tail);
+    }
+  }
+  cudaFreeHost(h);
 }
 
 }  // namespace

@@ -122,6 +122,26 @@ TEST(BatchedCopyPlan, HugeAndNarrowItemsGoDirectlyAndTheFallbackTakesAll) {
   EXPECT_EQ(fallback.direct, (std::vector<size_t>{0, 1, 2, 3, 4}));
 }
 
+TEST(BatchedCopyPlan, CopiesWithAHostEndGoDirectlyFromAQuarterMebibyteOrWithNarrowWords) {
+  for (CopyEnds ends : {CopyEnds::kDeviceToHost, CopyEnds::kHostToDevice}) {
+    EXPECT_FALSE(CopiesDirectly({Addr(0x1000), Addr(0x2000), kDirectHostCopyMinBytes - 1}, ends));
+    EXPECT_TRUE(CopiesDirectly({Addr(0x1000), Addr(0x2000), kDirectHostCopyMinBytes}, ends));
+    EXPECT_FALSE(CopiesDirectly({Addr(0x1004), Addr(0x2000), 64}, ends));  // 4-byte words: the kernel
+    EXPECT_TRUE(CopiesDirectly({Addr(0x1002), Addr(0x2000), 64}, ends));   // 2-byte words over PCIe: a DMA
+  }
+  const std::vector<CopyItem> items = {{Addr(0x1000), Addr(0x2000), 4096},
+                                       {Addr(0x10000), Addr(0x20000), kDirectHostCopyMinBytes}};
+  const CopyPlan down = PlanBatchedCopy(items, true, CopyEnds::kDeviceToHost);
+  EXPECT_EQ(down.direct, (std::vector<size_t>{1}));
+  ASSERT_EQ(down.launches.size(), 1u);
+  EXPECT_EQ(down.launches[0].params.count, 1u);
+  const CopyTablePlan up = PlanBatchedCopyTable(items, kChunkBytes, CopyEnds::kHostToDevice);
+  EXPECT_EQ(up.direct, (std::vector<size_t>{1}));
+  EXPECT_EQ(up.items.size(), 1u);
+  // Between device buffers the same item is the kernel's.
+  EXPECT_TRUE(PlanBatchedCopy(items).direct.empty());
+}
+
 // The kernel's arithmetic, on the host: items of many sizes at every offset
 // pair mod 16 (and more), each byte compared, nothing outside written. The
 // table form runs every thread of `grid` blocks (the plan's unless given: a

@@ -17,6 +17,7 @@
 
 #include "collectives/kernels.h"
 #include "fake_gpu.h"
+#include "gpu/batched_copy_plan.h"
 #include "gpu/nccl_plan.h"
 #include "group_util.h"
 #include "ringmaster/ringmaster.h"
@@ -190,11 +191,14 @@ TEST_F(FakeGpu, RingHintStagesThroughPinnedHostBuffers) {
   auto settings = LocalSettings(1);
   auto comm = Communicator::Create(settings[0]);
   ASSERT_TRUE(comm.ok());
-  Tensor ts[3] = {DeviceTensor(0, 100, DataType::kFloat32), DeviceTensor(0, 5, DataType::kInt64),
-                  DeviceTensor(0, 33, DataType::kFloat32)};
+  // Three small tensors and one of kDirectHostCopyMinBytes (float32), in one pack.
+  const int64_t big = static_cast<int64_t>(internal::kDirectHostCopyMinBytes / 4);
+  Tensor ts[4] = {DeviceTensor(0, 100, DataType::kFloat32), DeviceTensor(0, big, DataType::kFloat32),
+                  DeviceTensor(0, 5, DataType::kFloat32), DeviceTensor(0, 33, DataType::kFloat32)};
   for (auto& t : ts) SetValues(t, [](size_t j) { return Value(0, j); });
   CommunicationOptions o;
   o.implementation = Implementation::kRing;
+  o.bytes_per_pack = 4 << 20;
   ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMean, o).ok());
   for (auto& t : ts) {
     auto got = Values(t);
@@ -204,10 +208,61 @@ TEST_F(FakeGpu, RingHintStagesThroughPinnedHostBuffers) {
   EXPECT_EQ(st.allreduces, 0);
   EXPECT_EQ(st.comm_inits, 0);
   EXPECT_EQ(st.host_allocs, 1);
-  EXPECT_EQ(st.d2h_copies, 3);
-  EXPECT_EQ(st.h2d_copies, 3);
+  // Each way, the small tensors in one kernel launch that reads or writes
+  // the pinned area in place, the large one as its own DMA.
+  EXPECT_EQ(st.kernel_launches, 2);
+  EXPECT_EQ(st.d2h_copies, 1);
+  EXPECT_EQ(st.h2d_copies, 1);
   ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMean, o).ok());
   EXPECT_EQ(fake::GetStats().host_allocs, 1);  // the staging buffers are kept
+}
+
+TEST_F(FakeGpu, WithoutTheBatchedCopyKernelStagingCopiesEachTensor) {
+  fake::SetBatchedCopyKernel(false);
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  Tensor ts[3] = {DeviceTensor(0, 100, DataType::kFloat32), DeviceTensor(0, 5, DataType::kInt64),
+                  DeviceTensor(0, 33, DataType::kFloat32)};
+  for (auto& t : ts) SetValues(t, [](size_t j) { return Value(0, j); });
+  CommunicationOptions o;
+  o.implementation = Implementation::kRing;
+  ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kSum, o).ok());
+  for (auto& t : ts) {
+    auto got = Values(t);
+    for (size_t j = 0; j < got.size(); ++j) ASSERT_EQ(got[j], Value(0, j));
+  }
+  const auto st = fake::GetStats();
+  EXPECT_EQ(st.kernel_launches, 0);
+  EXPECT_EQ(st.d2h_copies, 3);
+  EXPECT_EQ(st.h2d_copies, 3);
+}
+
+TEST_F(FakeGpu, StagingManyTensorsIsOneTableLaunchEachWayPerPack) {
+  // Past RM_BATCHED_COPY_MAX_ITEMS tensors a staged pack goes through the
+  // table form too, its kernel reading and writing pinned host memory.
+  auto comm = Communicator::Create(LocalSettings(1)[0]);
+  ASSERT_TRUE(comm.ok());
+  std::vector<Tensor> ts;
+  for (int i = 0; i < 500; ++i) {
+    ts.push_back(DeviceTensor(0, 1 + i % 9, DataType::kFloat32));
+    SetValues(ts.back(), [i](size_t j) { return Value(0, j + static_cast<size_t>(i)); });
+  }
+  CommunicationOptions o;
+  o.implementation = Implementation::kRing;
+  o.bytes_per_pack = 1 << 20;  // one pack
+  for (int call = 0; call < 2; ++call) {
+    const auto before = fake::GetStats();
+    ASSERT_TRUE((*comm)->AllReduce(ts, ReduceOp::kMax, o).ok());
+    const auto after = fake::GetStats();
+    for (int i = 0; i < 500; ++i) {
+      auto got = Values(ts[i]);
+      for (size_t j = 0; j < got.size(); ++j)
+        ASSERT_EQ(got[j], Value(0, j + static_cast<size_t>(i))) << "call " << call << " tensor " << i;
+    }
+    EXPECT_EQ(after.table_launches - before.table_launches, 2);  // down and up
+    EXPECT_EQ(after.d2h_copies - before.d2h_copies, 0);
+    EXPECT_EQ(after.h2d_copies - before.h2d_copies, 2);  // the two tables
+  }
 }
 
 // n members x g GPUs each, all through one implementation; every rank's

@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "fake_gpu.h"
+#include "gpu/batched_copy.h"
 #include "gpu/nccl_plan.h"
 #include "gpu/pointer_places.h"
 
@@ -307,6 +310,43 @@ TEST(FakeRules, DeviceMemoryIsQueuedWorkAndStreamsBelongToADevice) {
   // A copy from host memory marked device memory is refused.
   EXPECT_EQ(api.cuda.MemcpyAsync(d, ones.data(), 64, cudaMemcpyDeviceToDevice, s), cudaErrorInvalidValue);
   EXPECT_TRUE(fake::Violations().empty());
+  fake::Uninstall();
+}
+
+TEST(FakeRules, AKernelReachesPinnedHostMemoryButNotPageableMemory) {
+  // Host staging's batched copies read and write pinned memory in place
+  // (unified addressing); pageable memory is an illegal address to a GPU.
+  fake::Install(1);
+  const GpuApi& api = fake::Api();
+  ASSERT_EQ(api.cuda.SetDevice(0), cudaSuccess);
+  if (!BatchedCopyKernel(api, 0).available) {
+    fake::Uninstall();
+    GTEST_SKIP() << "this build embeds no kernel image (no NVRTC)";
+  }
+  cudaStream_t s = fake::NewStream(0);
+  char* d = static_cast<char*>(fake::DeviceAlloc(0, 64));
+  std::vector<char> ones(64, 1);
+  fake::Upload(d, ones.data(), 64);
+  void* pinned = nullptr;
+  ASSERT_EQ(api.cuda.HostAlloc(&pinned, 64, cudaHostAllocPortable), cudaSuccess);
+  std::memset(pinned, 0, 64);
+  const CopyItem down[] = {{pinned, d, 40}, {static_cast<char*>(pinned) + 48, d + 48, 16}};
+  ASSERT_TRUE(BatchedCopy(api, down, s, 0, nullptr, CopyEnds::kDeviceToHost).ok());
+  ASSERT_TRUE(fake::Synchronize(5));
+  EXPECT_EQ(static_cast<char*>(pinned)[39], 1);
+  EXPECT_EQ(static_cast<char*>(pinned)[40], 0);
+  EXPECT_EQ(static_cast<char*>(pinned)[63], 1);
+  EXPECT_GE(fake::GetStats().kernel_launches, 1);
+  EXPECT_TRUE(fake::Violations().empty());
+  std::vector<char> pageable(64, 0);
+  const CopyItem bad[] = {{pageable.data(), d, 64}, {static_cast<char*>(pinned), d, 8}};
+  ASSERT_TRUE(
+      BatchedCopy(api, bad, s, 0, nullptr, CopyEnds::kDeviceToHost).ok());  // queued: fails when it runs
+  ASSERT_TRUE(fake::Synchronize(5));
+  EXPECT_EQ(pageable[0], 0);
+  ASSERT_EQ(fake::Violations().size(), 1u);
+  EXPECT_NE(fake::Violations()[0].find("not live device memory"), std::string::npos) << fake::Violations()[0];
+  api.cuda.FreeHost(pinned);
   fake::Uninstall();
 }
 

@@ -153,18 +153,29 @@ Status CheckItems(std::span<const CopyItem> items) {
   return OkStatus();
 }
 
-Status CopyOne(const GpuApi& api, std::span<const CopyItem> items, size_t i, cudaStream_t stream,
-               int device) {
+cudaMemcpyKind KindOf(CopyEnds ends) {
+  switch (ends) {
+    case CopyEnds::kDeviceToHost:
+      return cudaMemcpyDeviceToHost;
+    case CopyEnds::kHostToDevice:
+      return cudaMemcpyHostToDevice;
+    case CopyEnds::kDeviceToDevice:
+      break;
+  }
+  return cudaMemcpyDeviceToDevice;
+}
+
+Status CopyOne(const GpuApi& api, std::span<const CopyItem> items, size_t i, CopyEnds ends,
+               cudaStream_t stream, int device) {
   const CopyItem& it = items[i];
-  if (cudaError_t e = api.cuda.MemcpyAsync(it.dst, it.src, it.bytes, cudaMemcpyDeviceToDevice, stream);
-      e != cudaSuccess)
+  if (cudaError_t e = api.cuda.MemcpyAsync(it.dst, it.src, it.bytes, KindOf(ends), stream); e != cudaSuccess)
     return InternalError("cudaMemcpyAsync of copy item " + std::to_string(i) + " (" +
                          std::to_string(it.bytes) + " bytes)" + On(device) + ": " + CudaErrorText(api, e));
   return OkStatus();
 }
 
 Status Run(const GpuApi& api, const CopyPlan& plan, std::span<const CopyItem> items, const void* kernel,
-           cudaStream_t stream, int device) {
+           CopyEnds ends, cudaStream_t stream, int device) {
   for (size_t l = 0; l < plan.launches.size(); ++l) {
     const CopyLaunch& launch = plan.launches[l];
     void* args[] = {const_cast<RmBatchedCopyParams*>(&launch.params)};
@@ -178,7 +189,7 @@ Status Run(const GpuApi& api, const CopyPlan& plan, std::span<const CopyItem> it
                            CudaErrorText(api, e));
   }
   for (size_t i : plan.direct)
-    if (Status s = CopyOne(api, items, i, stream, device); !s.ok()) return s;
+    if (Status s = CopyOne(api, items, i, ends, stream, device); !s.ok()) return s;
   return OkStatus();
 }
 
@@ -232,7 +243,7 @@ std::optional<size_t> TableRoom(const GpuApi& api, CopyTable& t, size_t n, cudaS
 // The table form: `plan`'s items and chunks uploaded after the call's earlier
 // uploads, one launch, then the direct items.
 Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const CopyItem> items,
-                const void* kernel, CopyTable& t, size_t at, cudaStream_t stream, int device) {
+                const void* kernel, CopyTable& t, size_t at, CopyEnds ends, cudaStream_t stream, int device) {
   unsigned char* host = t.host + at;
   std::memcpy(host, plan.items.data(), plan.ChunksAt());
   std::memcpy(host + plan.ChunksAt(), plan.chunks.data(), plan.chunks.size() * sizeof(unsigned));
@@ -259,11 +270,12 @@ Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const Co
     return InternalError("cudaLaunchKernel of the batched copy's table form (" + what + ", " +
                          std::to_string(plan.grid) + " blocks)" + On(device) + ": " + CudaErrorText(api, e));
   for (size_t i : plan.direct)
-    if (Status s = CopyOne(api, items, i, stream, device); !s.ok()) return s;
+    if (Status s = CopyOne(api, items, i, ends, stream, device); !s.ok()) return s;
   return OkStatus();
 }
 
-Status MemcpyBatch(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device) {
+Status MemcpyBatch(const GpuApi& api, std::span<const CopyItem> items, CopyEnds ends, cudaStream_t stream,
+                   int device) {
 #if CUDART_VERSION >= 12080
   const CudaOptionalApi& o = api.cuda_optional;
   int version = 0;
@@ -285,9 +297,11 @@ Status MemcpyBatch(const GpuApi& api, std::span<const CopyItem> items, cudaStrea
   if (dsts.empty()) return OkStatus();
   cudaMemcpyAttributes attr{};
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-  attr.srcLocHint.type = cudaMemLocationTypeDevice;
+  attr.srcLocHint.type =
+      ends == CopyEnds::kHostToDevice ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
   attr.srcLocHint.id = device;
-  attr.dstLocHint.type = cudaMemLocationTypeDevice;
+  attr.dstLocHint.type =
+      ends == CopyEnds::kDeviceToHost ? cudaMemLocationTypeHost : cudaMemLocationTypeDevice;
   attr.dstLocHint.id = device;
   size_t attr_index = 0, fail = SIZE_MAX;
   if (cudaError_t e = o.MemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(), &attr,
@@ -328,14 +342,14 @@ void CopyTable::Destroy(const GpuApi& api, cudaStream_t stream) {
 }
 
 Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device,
-                   CopyTable* table) {
-  return BatchedCopyVia(CopyPath::kAuto, api, items, stream, device, table);
+                   CopyTable* table, CopyEnds ends) {
+  return BatchedCopyVia(CopyPath::kAuto, api, items, stream, device, table, ends);
 }
 
 Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream,
-                      int device, CopyTable* table) {
+                      int device, CopyTable* table, CopyEnds ends) {
   if (Status s = CheckItems(items); !s.ok()) return s;
-  if (path == CopyPath::kMemcpyBatch) return MemcpyBatch(api, items, stream, device);
+  if (path == CopyPath::kMemcpyBatch) return MemcpyBatch(api, items, ends, stream, device);
   const void* kernel = nullptr;
   if (path != CopyPath::kMemcpy) {
     const DeviceKernel& k = KernelFor(api, device);
@@ -349,17 +363,17 @@ Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem
       if (table->chunk_bytes == 0 || table->chunk_bytes % 16 != 0)
         return InvalidArgumentError("the batched copy's chunk of " + std::to_string(table->chunk_bytes) +
                                     " bytes is not a positive multiple of 16");
-      CopyTablePlan tp = PlanBatchedCopyTable(items, table->chunk_bytes);
+      CopyTablePlan tp = PlanBatchedCopyTable(items, table->chunk_bytes, ends);
       if (!tp.items.empty() &&
           (path == CopyPath::kKernelTable || tp.items.size() > RM_BATCHED_COPY_MAX_ITEMS)) {
         if (auto at = TableRoom(api, *table, tp.Bytes(), stream, device))
-          return RunTable(api, tp, items, k.table_kernel, *table, *at, stream, device);
+          return RunTable(api, tp, items, k.table_kernel, *table, *at, ends, stream, device);
         if (path == CopyPath::kKernelTable)
           return FailedPreconditionError("no room in the batched copy's table" + On(device));
       }
     }
   }
-  return Run(api, PlanBatchedCopy(items, kernel != nullptr), items, kernel, stream, device);
+  return Run(api, PlanBatchedCopy(items, kernel != nullptr, ends), items, kernel, ends, stream, device);
 }
 
 BatchedCopyKernelInfo BatchedCopyKernel(const GpuApi& api, int device) {

@@ -1,12 +1,11 @@
 // Internal: many device-to-device copies on one stream with one kernel launch
-// (the pack and unpack of the GPU backend), instead of one cudaMemcpyAsync
-// each: up to RM_BATCHED_COPY_MAX_ITEMS items by value in the launch's
-// parameters, more through a table uploaded on the stream first (CopyTable,
-// the caller's buffers). The kernels are compiled at
-// build time by NVRTC and embedded (kernels/); it is loaded once per device
-// with cudaLibraryLoadData (CUDA 12.0+). Where it cannot be had (a build
-// without NVRTC, an older runtime, no image for the device) every item is its
-// own cudaMemcpyAsync; one debug line per device says which. See docs/gpu.md.
+// (the pack and unpack of the GPU backend; host staging's copies to and from
+// pinned memory), instead of one cudaMemcpyAsync each: up to RM_BATCHED_COPY_MAX_ITEMS items by value in the
+// launch's parameters, more through a table uploaded on the stream first (CopyTable, the caller's buffers).
+// The kernels are compiled at build time by NVRTC and embedded (kernels/); it is loaded once per device with
+// cudaLibraryLoadData (CUDA 12.0+). Where it cannot be had (a build without NVRTC, an older runtime, no image
+// for the device) every item is its own cudaMemcpyAsync; one debug line per device says which. See
+// docs/gpu.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -32,9 +31,15 @@ namespace ringmaster::internal {
 // host buffer, copied to the device buffer on `stream`, then read by the
 // kernel. Where
 // the table cannot be had (see CopyTable) the items go by value, as without.
+//
+// `ends` says where the items lie: on the device, or one end in pinned host
+// memory (cudaHostAlloc), which the kernel reads or writes in place (unified
+// addressing); items with a host end of kDirectHostCopyMinBytes or more go as
+// their own cudaMemcpyAsync of that kind, as every item does without the
+// kernel.
 struct CopyTable;
 Status BatchedCopy(const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream, int device,
-                   CopyTable* table = nullptr);
+                   CopyTable* table = nullptr, CopyEnds ends = CopyEnds::kDeviceToDevice);
 
 // The table form's buffers for one GPU and one stream, owned by the caller
 // and kept call after call: a pinned host table and its device copy, grown
@@ -79,7 +84,7 @@ enum class CopyPath {
   kKernelTable,  // the table form whatever the count (needs `table`); FailedPrecondition without it
 };
 Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem> items, cudaStream_t stream,
-                      int device, CopyTable* table = nullptr);
+                      int device, CopyTable* table = nullptr, CopyEnds ends = CopyEnds::kDeviceToDevice);
 
 // Whether the kernel is loaded on `device` (loading it at the first ask), and
 // what: "sm_90 cubin (NVRTC 12.9)", or why not.

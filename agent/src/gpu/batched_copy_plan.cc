@@ -18,18 +18,20 @@ unsigned BlocksForItem(size_t bytes) {
   return static_cast<unsigned>(std::clamp<size_t>(blocks, 1, kMaxBlocksPerItem));
 }
 
-bool CopiesDirectly(const CopyItem& item) {
+bool CopiesDirectly(const CopyItem& item, CopyEnds ends) {
+  if (ends != CopyEnds::kDeviceToDevice)
+    return item.bytes >= kDirectHostCopyMinBytes || CopyWordBytes(item.dst, item.src) < 4;
   if (item.bytes >= kDirectCopyMinBytes) return true;
   return item.bytes >= kDirectNarrowCopyMinBytes && CopyWordBytes(item.dst, item.src) < 4;
 }
 
-CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel) {
+CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel, CopyEnds ends) {
   CopyPlan plan;
   CopyLaunch* open = nullptr;
   for (size_t i = 0; i < items.size(); ++i) {
     const CopyItem& it = items[i];
     if (it.bytes == 0) continue;
-    if (!kernel || CopiesDirectly(it)) {
+    if (!kernel || CopiesDirectly(it, ends)) {
       plan.direct.push_back(i);
       continue;
     }
@@ -50,13 +52,13 @@ CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel) {
   return plan;
 }
 
-CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes) {
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes, CopyEnds ends) {
   CopyTablePlan plan;
   plan.chunk_bytes = chunk_bytes;
   for (size_t i = 0; i < items.size(); ++i) {
     const CopyItem& it = items[i];
     if (it.bytes == 0) continue;
-    if (CopiesDirectly(it)) {
+    if (CopiesDirectly(it, ends)) {
       plan.direct.push_back(i);
       continue;
     }

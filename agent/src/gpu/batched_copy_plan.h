@@ -47,15 +47,26 @@ struct CopyPlan {
   std::vector<size_t> direct;        // indices of the items copied with cudaMemcpyAsync
 };
 
+// Where a batched copy's items lie: both on the device (packing), or one end
+// in pinned host memory (host staging), which the kernel reaches through
+// unified addressing (memory from cudaHostAlloc is device-accessible at the
+// same address on every GPU that has it).
+enum class CopyEnds { kDeviceToDevice, kDeviceToHost, kHostToDevice };
+// Items with a host end from this size go as their own cudaMemcpyAsync (one
+// DMA over PCIe, whose few microseconds a call are small beside the
+// transfer); so do those whose addresses allow only 1- or 2-byte words.
+inline constexpr size_t kDirectHostCopyMinBytes = size_t{256} << 10;
+
 // The word the kernel copies dst..src with: 16, 8, 4, 2 or 1 bytes.
 unsigned CopyWordBytes(const void* dst, const void* src);
 // Blocks the kernel gives an item of `bytes` (> 0).
 unsigned BlocksForItem(size_t bytes);
 // Whether the item goes as its own cudaMemcpyAsync (above).
-bool CopiesDirectly(const CopyItem& item);
+bool CopiesDirectly(const CopyItem& item, CopyEnds ends = CopyEnds::kDeviceToDevice);
 // The plan for `items` (zero-byte items are left out). With `kernel` false
 // every item is direct (the fallback).
-CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel = true);
+CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel = true,
+                         CopyEnds ends = CopyEnds::kDeviceToDevice);
 
 // The table form: every kernel item in one table for one launch, cut into
 // chunks of `chunk_bytes` that one warp each copies (batched_copy_params.h).
@@ -77,7 +88,8 @@ struct CopyTablePlan {
 // The table form's largest upload (items and chunks): past it, copies go by value.
 inline constexpr size_t kMaxTableBytes = size_t{64} << 20;
 // `chunk_bytes` must be a positive multiple of 16.
-CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes = kChunkBytes);
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes = kChunkBytes,
+                                   CopyEnds ends = CopyEnds::kDeviceToDevice);
 // The most the uploads of BatchedCopy calls take that copy `items` items of
 // `bytes` bytes in all (each upload 16-byte aligned).
 size_t TableBytesFor(size_t items, size_t bytes, unsigned chunk_bytes = kChunkBytes);

@@ -1,7 +1,7 @@
 // The GPU backend's host-staged path (cuda_backend.h): without NCCL on
 // every member, or with implementation RING, packs are copied down into
-// pinned host buffers (double-buffered, so the next pack's copy overlaps
-// this one's reduction), reduced across local GPUs on the host, all-reduced
+// pinned host buffers by one batched copy per pack (double-buffered, so the
+// next pack's copy overlaps this one's reduction), reduced across local GPUs on the host, all-reduced
 // across members by the CPU engine, and copied back up. It starts once the
 // callers' streams have done their work, and a failure drains what it
 // queued before the call completes (WaitForCallers, Settle).
@@ -11,6 +11,7 @@
 #include "collectives/collectives.h"
 #include "collectives/kernels.h"
 #include "collectives/packing.h"
+#include "gpu/batched_copy.h"
 #include "gpu/cuda_backend.h"
 
 namespace ringmaster::internal::gpu {
@@ -50,6 +51,11 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
     pinned_bytes_ = need;
   }
   auto area = [&](size_t k, size_t l) { return pinned_ + ((k % 2) * g + l) * max_bytes; };
+  // Each way, one batched copy per pack and GPU: its small tensors in one
+  // kernel launch that reads or writes the pinned area in place, the large
+  // ones one DMA each (batched_copy.h).
+  std::vector<CopyItem> copies;
+  for (size_t l = 0; l < g; ++l) tables_[l].BeginCall(2 * ref.size(), 2 * total);
   auto copy_down = [&](size_t k) -> Status {
     const size_t a = k % 2;
     for (size_t l = 0; l < g; ++l) {
@@ -63,14 +69,14 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
             RM_RETURN_IF_ERROR(Cuda(api.cuda.StreamWaitEvent(s, h2d_[o][a], 0), "cudaStreamWaitEvent"));
         }
       }
+      copies.clear();
       size_t off = 0;
       for (size_t idx : packs[k].tensors) {
         const Tensor& v = plan.views[l][idx];
-        RM_RETURN_IF_ERROR(
-            Cuda(api.cuda.MemcpyAsync(area(k, l) + off, InputOf(v), v.bytes(), cudaMemcpyDeviceToHost, s),
-                 "staging down (cudaMemcpyAsync)"));
+        copies.push_back({area(k, l) + off, InputOf(v), v.bytes()});
         off += v.bytes();
       }
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kDeviceToHost));
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(d2h_[l][a], s), "cudaEventRecord"));
     }
     return OkStatus();
@@ -95,14 +101,14 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
     for (size_t l = 0; l < g; ++l) {
       cudaStream_t s = streams_[l];
       RM_RETURN_IF_ERROR(Cuda(guard.Set(devices_[l]), "cudaSetDevice"));
+      copies.clear();
       size_t off = 0;
       for (size_t idx : p.tensors) {
         const Tensor& v = plan.views[l][idx];
-        RM_RETURN_IF_ERROR(
-            Cuda(api.cuda.MemcpyAsync(v.data, host + off, v.bytes(), cudaMemcpyHostToDevice, s),
-                 "staging up (cudaMemcpyAsync)"));
+        copies.push_back({v.data, host + off, v.bytes()});
         off += v.bytes();
       }
+      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kHostToDevice));
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(h2d_[l][a], s), "cudaEventRecord"));
     }
   }
