@@ -256,6 +256,25 @@ TEST(BatchedCopyPlan, TheTableFormCutsEveryKernelItemIntoChunksAWarpEach) {
   EXPECT_GE(TableBytesFor(1000, 1000 * 1000 + 37 * 999 * 1000 / 2, 4096), split);
 }
 
+TEST(BatchedCopyPlan, AReusedTablePlanIsTheFreshPlanOfEachCall) {
+  std::vector<CopyItem> many, few = {{Addr(0x1000), Addr(0x9000), 30000}, {Addr(0x20000), Addr(0x30000), 5}};
+  for (size_t i = 0; i < 400; ++i)
+    many.push_back({Addr(0x100000 + i * 0x10000), Addr(0x90000000 + i * 0x10000), 100 + i * 91});
+  many.push_back({Addr(0x200000000), Addr(0x300000000), kDirectCopyMinBytes});
+  CopyTablePlan scratch;
+  for (const auto* call : {&many, &few, &many, &few}) {
+    PlanBatchedCopyTable(*call, 1024, CopyEnds::kDeviceToDevice, scratch);
+    const CopyTablePlan fresh = PlanBatchedCopyTable(*call, 1024);
+    ASSERT_EQ(scratch.items.size(), fresh.items.size());
+    for (size_t i = 0; i < fresh.items.size(); ++i)
+      EXPECT_EQ(std::memcmp(&scratch.items[i], &fresh.items[i], sizeof(RmBatchedCopyItem)), 0) << i;
+    EXPECT_EQ(scratch.chunks, fresh.chunks);
+    EXPECT_EQ(scratch.direct, fresh.direct);
+    EXPECT_EQ(scratch.grid, fresh.grid);
+    EXPECT_EQ(scratch.Bytes(), fresh.Bytes());
+  }
+}
+
 TEST(BatchedCopyPlan, TheTableFormsGridIsCappedAndItsWarpsLoopOverTheRest) {
   const std::vector<CopyItem> huge = {{Addr(0x100000000), Addr(0x900000000), kDirectCopyMinBytes - 16}};
   const CopyTablePlan plan = PlanBatchedCopyTable(huge, 16);  // 4M chunks of 16 bytes

@@ -125,6 +125,31 @@ TEST(DevicePacks, OffsetsAreAlignedAndCountCoversTheLastTensor) {
   EXPECT_FALSE(h.lone());
 }
 
+TEST(DevicePacks, AReusedPlanIsTheFreshPlanOfEachCall) {
+  // The backend plans into scratch kept call after call: nothing of an
+  // earlier call's packs may show in the next one's.
+  auto same = [](const std::vector<DevicePack>& a, const std::vector<DevicePack>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (a[k].dtype != b[k].dtype || a[k].count != b[k].count || a[k].bytes != b[k].bytes ||
+          a[k].items.size() != b[k].items.size())
+        return false;
+      for (size_t i = 0; i < a[k].items.size(); ++i)
+        if (a[k].items[i].tensor != b[k].items[i].tensor || a[k].items[i].offset != b[k].items[i].offset ||
+            a[k].items[i].bytes != b[k].items[i].bytes)
+          return false;
+    }
+    return true;
+  };
+  std::vector<Tensor> many, few = {T(9, DataType::kInt32), T(4)};
+  for (int i = 0; i < 300; ++i) many.push_back(T(1 + i % 5, i % 3 ? DataType::kFloat32 : DataType::kFloat16));
+  std::vector<DevicePack> scratch;
+  for (const auto* call : {&many, &few, &many, &few}) {
+    PlanDevicePacks(*call, 256, scratch);
+    EXPECT_TRUE(same(scratch, PlanDevicePacks(*call, 256))) << call->size() << " tensors";
+  }
+}
+
 TEST(DevicePacks, ATensorAloneIsReducedWhereItLiesWithItsExactCount) {
   std::vector<Tensor> ts = {T(1001, DataType::kFloat64)};
   auto packs = PlanDevicePacks(ts, 0);

@@ -363,7 +363,8 @@ Status BatchedCopyVia(CopyPath path, const GpuApi& api, std::span<const CopyItem
       if (table->chunk_bytes == 0 || table->chunk_bytes % 16 != 0)
         return InvalidArgumentError("the batched copy's chunk of " + std::to_string(table->chunk_bytes) +
                                     " bytes is not a positive multiple of 16");
-      CopyTablePlan tp = PlanBatchedCopyTable(items, table->chunk_bytes, ends);
+      CopyTablePlan& tp = table->plan;
+      PlanBatchedCopyTable(items, table->chunk_bytes, ends, tp);
       if (!tp.items.empty() &&
           (path == CopyPath::kKernelTable || tp.items.size() > RM_BATCHED_COPY_MAX_ITEMS)) {
         if (auto at = TableRoom(api, *table, tp.Bytes(), stream, device))

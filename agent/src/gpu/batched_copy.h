@@ -72,6 +72,8 @@ struct CopyTable {
   // The chunk a warp copies (a positive multiple of 16): kChunkBytes, unless
   // a test or benchmark tries another.
   unsigned chunk_bytes = kChunkBytes;
+  // The latest plan: its buffers are reused by the next BatchedCopy.
+  CopyTablePlan plan;
 };
 
 // The same through one chosen path (tests and benchmarks):

@@ -52,9 +52,22 @@ CopyPlan PlanBatchedCopy(std::span<const CopyItem> items, bool kernel, CopyEnds 
   return plan;
 }
 
-CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes, CopyEnds ends) {
-  CopyTablePlan plan;
+void PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes, CopyEnds ends,
+                          CopyTablePlan& plan) {
   plan.chunk_bytes = chunk_bytes;
+  plan.items.clear();
+  plan.chunks.clear();
+  plan.direct.clear();
+  // Sized first: a call of many tensors grows nothing item by item.
+  size_t kernel_items = 0, chunks = 0;
+  for (const CopyItem& it : items) {
+    if (it.bytes == 0 || CopiesDirectly(it, ends)) continue;
+    ++kernel_items;
+    chunks += (it.bytes + chunk_bytes - 1) / chunk_bytes;
+  }
+  plan.items.reserve(kernel_items);
+  plan.chunks.resize(chunks);
+  unsigned* next = plan.chunks.data();
   for (size_t i = 0; i < items.size(); ++i) {
     const CopyItem& it = items[i];
     if (it.bytes == 0) continue;
@@ -63,14 +76,19 @@ CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chu
       continue;
     }
     const auto index = static_cast<unsigned>(plan.items.size());
-    const auto first = static_cast<unsigned>(plan.chunks.size());
+    const auto first = static_cast<unsigned>(next - plan.chunks.data());
     plan.items.push_back(
         {reinterpret_cast<uintptr_t>(it.dst), reinterpret_cast<uintptr_t>(it.src), it.bytes, first, 0});
-    plan.chunks.insert(plan.chunks.end(), (it.bytes + chunk_bytes - 1) / chunk_bytes, index);
+    next = std::fill_n(next, (it.bytes + chunk_bytes - 1) / chunk_bytes, index);
   }
   constexpr size_t kWarpsPerBlock = RM_BATCHED_COPY_THREADS / RM_BATCHED_COPY_WARP;
   plan.grid = static_cast<unsigned>(
       std::min<size_t>((plan.chunks.size() + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxTableGrid));
+}
+
+CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes, CopyEnds ends) {
+  CopyTablePlan plan;
+  PlanBatchedCopyTable(items, chunk_bytes, ends, plan);
   return plan;
 }
 

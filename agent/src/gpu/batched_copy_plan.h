@@ -90,6 +90,9 @@ inline constexpr size_t kMaxTableBytes = size_t{64} << 20;
 // `chunk_bytes` must be a positive multiple of 16.
 CopyTablePlan PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes = kChunkBytes,
                                    CopyEnds ends = CopyEnds::kDeviceToDevice);
+// The same into `plan`, whose buffers are kept (a caller's scratch, call after call).
+void PlanBatchedCopyTable(std::span<const CopyItem> items, unsigned chunk_bytes, CopyEnds ends,
+                          CopyTablePlan& plan);
 // The most the uploads of BatchedCopy calls take that copy `items` items of
 // `bytes` bytes in all (each upload 16-byte aligned).
 size_t TableBytesFor(size_t items, size_t bytes, unsigned chunk_bytes = kChunkBytes);

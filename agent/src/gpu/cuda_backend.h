@@ -217,7 +217,11 @@ class CudaGpuBackend final : public GpuBackend {
   std::vector<std::array<cudaEvent_t, 2>> d2h_, h2d_;  // per device, per staging area
   std::vector<char*> fusion_;                          // per device: kDeviceFusionBytes, or null
   std::vector<CopyTable> tables_;                      // per device: the batched copy's table form
-  std::string fusion_missing_;                         // who could not allocate theirs, and why
+  // A call's packs and one pack's copies: scratch kept call after call (it
+  // grows to the largest call, about 60 bytes a tensor).
+  std::vector<DevicePack> packs_;
+  std::vector<CopyItem> copies_;
+  std::string fusion_missing_;  // who could not allocate theirs, and why
   std::vector<ncclComm_t> comms_;
   NcclState state_ = NcclState::kNone;
   std::weak_ptr<const GroupView> nccl_for_;

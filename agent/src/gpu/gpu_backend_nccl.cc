@@ -168,12 +168,13 @@ Status CudaGpuBackend::RunNccl(CallPlan& plan) {
 Status CudaGpuBackend::EnqueueNccl(CallPlan& plan) {
   const GpuApi& api = *plan.api;
   const size_t g = devices_.size();
-  const auto packs = PlanDevicePacks(plan.views[0], plan.options.bytes_per_pack);
+  std::vector<DevicePack>& packs = packs_;  // kept: a call of many tensors allocates nothing per tensor
+  PlanDevicePacks(plan.views[0], plan.options.bytes_per_pack, packs);
   auto red = NcclRedOp(plan.op, api.nccl_version);
   if (!red.ok()) return red.status();
   DeviceGuard guard(api);
   state_ = NcclState::kRunning;
-  std::vector<CopyItem> copies;  // one pack's, per GPU: one batched copy each way
+  std::vector<CopyItem>& copies = copies_;  // one pack's, per GPU: one batched copy each way
   // Each packed tensor is copied in once and out once.
   size_t packed = 0, packed_bytes = 0;
   for (const DevicePack& pack : packs) {

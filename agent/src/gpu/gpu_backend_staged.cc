@@ -54,7 +54,7 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
   // Each way, one batched copy per pack and GPU: its small tensors in one
   // kernel launch that reads or writes the pinned area in place, the large
   // ones one DMA each (batched_copy.h).
-  std::vector<CopyItem> copies;
+  std::vector<CopyItem>& copies = copies_;
   for (size_t l = 0; l < g; ++l) tables_[l].BeginCall(2 * ref.size(), 2 * total);
   auto copy_down = [&](size_t k) -> Status {
     const size_t a = k % 2;

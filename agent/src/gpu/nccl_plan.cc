@@ -63,7 +63,7 @@ StatusOr<ncclRedOp_t> NcclRedOp(ReduceOp op, int nccl_version) {
   return ReduceOpTable().CheckValue(static_cast<int>(op), "op");  // out of the table: not OK
 }
 
-std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack) {
+void PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack, std::vector<DevicePack>& out) {
   if (bytes_per_pack <= 0) bytes_per_pack = kAutoDevicePackBytes;
   const auto aligned = [](size_t off) {
     return (off + kDevicePackAlign - 1) / kDevicePackAlign * kDevicePackAlign;
@@ -73,7 +73,16 @@ std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t
     if (t.count > 0 && std::find(order.begin(), order.end(), t.dtype) == order.end())
       order.push_back(t.dtype);
   }
-  std::vector<DevicePack> out;
+  // Packs are reused with their items' buffers: `used` of them so far.
+  size_t used = 0;
+  auto open_pack = [&](DataType dt) -> DevicePack& {
+    if (used == out.size()) out.emplace_back();
+    DevicePack& p = out[used++];
+    p.dtype = dt;
+    p.items.clear();
+    p.count = p.bytes = 0;
+    return p;
+  };
   std::vector<size_t> ends;  // per pack: the end of its last item (unaligned)
   for (DataType dt : order) {
     bool open = false;
@@ -85,23 +94,30 @@ std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t
       const bool alone = static_cast<int64_t>(bytes) >= kDeviceAloneBytes;
       if (!open || alone || static_cast<int64_t>(raw) > bytes_per_pack ||
           aligned(ends.back()) + bytes > kDeviceFusionBytes) {
-        out.push_back(DevicePack{dt, {}, 0, 0});
+        open_pack(dt);
         ends.push_back(0);
         raw = 0;
         open = true;
       }
-      const size_t off = out.back().items.empty() ? 0 : aligned(ends.back());
-      out.back().items.push_back({i, off, bytes});
+      DevicePack& p = out[used - 1];
+      const size_t off = p.items.empty() ? 0 : aligned(ends.back());
+      p.items.push_back({i, off, bytes});
       ends.back() = off + bytes;
       raw += bytes;
       if (alone) open = false;  // nothing joins it
     }
   }
+  out.resize(used);
   for (size_t k = 0; k < out.size(); ++k) {
     const size_t es = DataTypeSize(out[k].dtype);
     out[k].count = (ends[k] + es - 1) / es;
     out[k].bytes = out[k].count * es;
   }
+}
+
+std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack) {
+  std::vector<DevicePack> out;
+  PlanDevicePacks(tensors, bytes_per_pack, out);
   return out;
 }
 

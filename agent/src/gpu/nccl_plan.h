@@ -67,6 +67,9 @@ struct DevicePack {
 // layout would pass kDeviceFusionBytes is closed first. Every member plans
 // the same packs from the same call.
 std::vector<DevicePack> PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack);
+// The same into `packs`, whose packs' item buffers are kept (a caller's
+// scratch, call after call).
+void PlanDevicePacks(std::span<const Tensor> tensors, int64_t bytes_per_pack, std::vector<DevicePack>& packs);
 
 // The tensors `indices` of one GPU must not share memory: no output with
 // another output, and no output with another tensor's input (its source,
