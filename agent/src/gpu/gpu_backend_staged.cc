@@ -1,10 +1,11 @@
 // The GPU backend's host-staged path (cuda_backend.h): without NCCL on
 // every member, or with implementation RING, packs are copied down into
 // pinned host buffers by one batched copy per pack (double-buffered, so the
-// next pack's copy overlaps this one's reduction), reduced across local GPUs on the host, all-reduced
-// across members by the CPU engine, and copied back up. It starts once the
-// callers' streams have done their work, and a failure drains what it
-// queued before the call completes (WaitForCallers, Settle).
+// next pack's copy overlaps this one's reduction), reduced across local
+// GPUs on the host, all-reduced across members by the CPU engine, and copied
+// back up. It starts once the callers' streams have done their work, and a
+// failure drains what it queued before the call completes (WaitForCallers,
+// Settle).
 #include <algorithm>
 #include <string>
 
@@ -76,7 +77,9 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
         copies.push_back({area(k, l) + off, InputOf(v), v.bytes()});
         off += v.bytes();
       }
-      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kDeviceToHost));
+      if (Status st = BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kDeviceToHost);
+          !st.ok())
+        return Status(st.code(), "staging down: " + st.message());
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(d2h_[l][a], s), "cudaEventRecord"));
     }
     return OkStatus();
@@ -108,7 +111,9 @@ Status CudaGpuBackend::EnqueueStaged(Transport& t, CallPlan& plan) {
         copies.push_back({v.data, host + off, v.bytes()});
         off += v.bytes();
       }
-      RM_RETURN_IF_ERROR(BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kHostToDevice));
+      if (Status st = BatchedCopy(api, copies, s, devices_[l], &tables_[l], CopyEnds::kHostToDevice);
+          !st.ok())
+        return Status(st.code(), "staging up: " + st.message());
       RM_RETURN_IF_ERROR(Cuda(api.cuda.EventRecord(h2d_[l][a], s), "cudaEventRecord"));
     }
   }
