@@ -248,11 +248,12 @@ Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const Co
   std::memcpy(host, plan.items.data(), plan.ChunksAt());
   std::memcpy(host + plan.ChunksAt(), plan.chunks.data(), plan.chunks.size() * sizeof(unsigned));
   char* dev = static_cast<char*>(t.device) + at;
-  const std::string what =
-      std::to_string(plan.items.size()) + " copies in " + std::to_string(plan.chunks.size()) + " chunks";
+  auto what = [&] {  // for errors only
+    return std::to_string(plan.items.size()) + " copies in " + std::to_string(plan.chunks.size()) + " chunks";
+  };
   if (cudaError_t e = api.cuda.MemcpyAsync(dev, host, plan.Bytes(), cudaMemcpyHostToDevice, stream);
       e != cudaSuccess)
-    return InternalError("cudaMemcpyAsync of the batched copy's table (" + what + ")" + On(device) + ": " +
+    return InternalError("cudaMemcpyAsync of the batched copy's table (" + what() + ")" + On(device) + ": " +
                          CudaErrorText(api, e));
   if (cudaError_t e = api.cuda.EventRecord(t.uploaded, stream); e != cudaSuccess)
     return InternalError("cudaEventRecord after the batched copy's table" + On(device) + ": " +
@@ -267,7 +268,7 @@ Status RunTable(const GpuApi& api, const CopyTablePlan& plan, std::span<const Co
   if (cudaError_t e = api.cuda_optional.LaunchKernel(kernel, dim3(plan.grid), dim3(RM_BATCHED_COPY_THREADS),
                                                      args, 0, stream);
       e != cudaSuccess)
-    return InternalError("cudaLaunchKernel of the batched copy's table form (" + what + ", " +
+    return InternalError("cudaLaunchKernel of the batched copy's table form (" + what() + ", " +
                          std::to_string(plan.grid) + " blocks)" + On(device) + ": " + CudaErrorText(api, e));
   for (size_t i : plan.direct)
     if (Status s = CopyOne(api, items, i, ends, stream, device); !s.ok()) return s;
