@@ -146,17 +146,21 @@ char* Shadow(const void* p, size_t n, const char* what) {
   return nullptr;
 }
 
+// Whether [p, p + n) lies in one pinned host allocation (cudaHostAlloc).
+bool InPinned(const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  auto h = S().host_mem.upper_bound(const_cast<char*>(c));
+  if (h == S().host_mem.begin()) return false;
+  --h;
+  return c >= h->first && c + n <= h->first + h->second;
+}
+
 // What a kernel sees at [p, p + n): live device memory (its shadow), or
 // pinned host memory (cudaHostAlloc: device-accessible at the same address
 // under unified addressing); anything else (pageable host memory, freed
 // memory) is nullptr and a violation, as a GPU's illegal address would be.
 char* KernelView(const void* p, size_t n, const char* what) {
-  char* c = const_cast<char*>(static_cast<const char*>(p));
-  auto h = S().host_mem.upper_bound(c);
-  if (h != S().host_mem.begin()) {
-    --h;
-    if (c >= h->first && c + n <= h->first + h->second) return c;
-  }
+  if (InPinned(p, n)) return const_cast<char*>(static_cast<const char*>(p));
   return Shadow(p, n, what);
 }
 
@@ -323,12 +327,7 @@ cudaError_t PointerGetAttributes(cudaPointerAttributes* a, const void* p) {
     a->devicePointer = const_cast<void*>(p);
     return cudaSuccess;
   }
-  char* c = const_cast<char*>(static_cast<const char*>(p));
-  auto h = S().host_mem.upper_bound(c);
-  if (h != S().host_mem.begin()) {
-    --h;
-    if (c < h->first + h->second) a->type = cudaMemoryTypeHost;
-  }
+  if (InPinned(p, 1)) a->type = cudaMemoryTypeHost;
   return cudaSuccess;
 }
 cudaError_t GetLastError() {
